@@ -1,0 +1,3 @@
+module github.com/glmrun/glmrun
+
+go 1.26
