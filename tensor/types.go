@@ -1,5 +1,3 @@
-// Package tensor describes ggml tensor element types and converts their
-// blocks to and from float32.
 package tensor
 
 import (

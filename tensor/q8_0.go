@@ -1,0 +1,66 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Q8_0 and Q8_1 blocks hold 32 elements as int8 values qs with one scale d:
+// y = d·q.
+//
+//	Q8_0 (34 bytes): d f16 · qs[32]
+//	Q8_1 (36 bytes): d f16 · s f16 · qs[32], where s = d·Σq
+const (
+	sizeQ8_0 = 34
+	sizeQ8_1 = 36
+)
+
+func dequantQ8_0(src []byte, dst []float32) {
+	for i := range len(dst) / 32 {
+		b := (*[sizeQ8_0]byte)(src[i*sizeQ8_0:])
+		y := (*[32]float32)(dst[i*32:])
+		d := f16(b[0:])
+		for j, q := range (*[32]byte)(b[2:]) {
+			y[j] = float32(int8(q)) * d
+		}
+	}
+}
+
+func dequantQ8_1(src []byte, dst []float32) {
+	for i := range len(dst) / 32 {
+		b := (*[sizeQ8_1]byte)(src[i*sizeQ8_1:])
+		y := (*[32]float32)(dst[i*32:])
+		d := f16(b[0:])
+		for j, q := range (*[32]byte)(b[4:]) {
+			y[j] = float32(int8(q)) * d
+		}
+	}
+}
+
+// quantQ8_0 is ggml's reference Q8_0 quantizer: d = amax/127 stored as f16,
+// q = round(x·(1/d)) with ties away from zero, the inverse taken from the
+// unrounded d.
+func quantQ8_0(src []float32, dst []byte) {
+	for i := range len(src) / 32 {
+		x := (*[32]float32)(src[i*32:])
+		b := (*[sizeQ8_0]byte)(dst[i*sizeQ8_0:])
+		var amax float32
+		for _, v := range x {
+			amax = max(amax, abs32(v))
+		}
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		binary.LittleEndian.PutUint16(b[0:], F32ToF16(d))
+		qs := (*[32]byte)(b[2:])
+		for j, v := range x {
+			qs[j] = byte(int8(math.Round(float64(v * id))))
+		}
+	}
+}
+
+func abs32(x float32) float32 {
+	return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
+}
