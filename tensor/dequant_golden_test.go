@@ -156,4 +156,3 @@ func TestDequantizeGolden(t *testing.T) {
 		}
 	}
 }
-
