@@ -78,6 +78,7 @@ type File struct {
 	keyIndex    map[string]int
 	tensorIndex map[string]*TensorInfo
 	maps        [][]byte
+	unpadded    bool // see header.unpadded
 }
 
 var splitName = regexp.MustCompile(`^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$`)
@@ -125,6 +126,7 @@ func newFile(path string, h *header) *File {
 		Shards:      []string{path},
 		keyIndex:    h.keyIndex,
 		tensorIndex: make(map[string]*TensorInfo, len(h.tensors)),
+		unpadded:    h.unpadded,
 	}
 	for _, t := range h.tensors {
 		f.tensorIndex[t.Name] = t

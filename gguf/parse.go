@@ -214,6 +214,9 @@ type header struct {
 	tensors   []*TensorInfo
 	alignment uint64
 	dataStart int64
+	// unpadded: the file has no tensors and ends right after the tensor
+	// infos, without padding (as older llama.cpp wrote vocab-only files).
+	unpadded bool
 }
 
 // parse decodes the GGUF file b (the whole file, usually a memory map).
@@ -348,6 +351,7 @@ func parse(path string, b []byte) (*header, error) {
 	// Data section.
 	a := int64(h.alignment)
 	h.dataStart = (d.off + a - 1) / a * a
+	h.unpadded = len(h.tensors) == 0 && d.off == int64(len(b)) && h.dataStart != d.off
 	dataLen := int64(len(b)) - h.dataStart
 	for i, ti := range h.tensors {
 		d.tensor = ti.Name
