@@ -1,0 +1,273 @@
+package dump
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// IndexFile is the name of the index in a dump directory (both layouts).
+const IndexFile = "index.json"
+
+// Info describes the run a dump comes from; it goes into index.json.
+type Info struct {
+	Model  string // model file or name
+	Tokens []int  // the token ids of the run, in order
+}
+
+// Writer writes a glmrun dump directory (see the package comment). Each
+// tensor goes to its .npy file as it arrives, so a dump of a big model is
+// not held in memory; Close writes the .npy headers and index.json.
+//
+// A name seen again is appended along the outermost axis: a forward pass
+// run one token at a time (shape [1, width] per call) yields one
+// [nTokens, width] array per name, the same file a whole-prompt pass
+// writes, so decode dumps compare with prefill dumps. A repeat must have
+// the same layer and the same inner dimensions.
+//
+// Errors (a bad shape, a failed write) are sticky: the first one stops the
+// dump and is returned by Close. A Writer is safe for concurrent use, but
+// the index lists tensors in the order the calls arrive.
+type Writer struct {
+	mu      sync.Mutex
+	dir     string
+	info    Info
+	entries []*wentry
+	byName  map[string]*wentry
+	files   map[string]bool // file names in use
+	buf     []byte
+	err     error
+	closed  bool
+}
+
+// wentry is one tensor being written.
+type wentry struct {
+	name  string
+	layer int
+	shape []int // current shape: shape[0] grows with each append
+	file  string
+	f     *os.File
+}
+
+// headerLen is the space reserved for each .npy header, written at Close
+// when the final shape is known. It is a multiple of 64, as the format
+// asks, and fits any shape of up to 8 dimensions.
+const headerLen = 256
+
+// Create makes dir (and its parents) if needed and returns a Writer that
+// dumps into it. Existing files of the same names are overwritten.
+func Create(dir string, info Info) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dump: %w", err)
+	}
+	return &Writer{
+		dir:    dir,
+		info:   Info{Model: info.Model, Tokens: slices.Clone(info.Tokens)},
+		byName: make(map[string]*wentry),
+		files:  map[string]bool{IndexFile: true},
+	}, nil
+}
+
+// Hook records one tensor: name (e.g. "blk.3.attn_out"), layer (-1 for
+// globals such as "embd"), shape (row-major, outermost first) and data,
+// which is copied to disk before Hook returns. It has the signature of
+// model.Hook: pass w.Hook as the forward pass's hook.
+func (w *Writer) Hook(name string, layer int, shape []int, data []float32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if w.closed {
+		w.err = fmt.Errorf("dump: %s: tensor %q: hook called after Close", w.dir, name)
+		return
+	}
+	if err := w.add(name, layer, shape, data); err != nil {
+		w.err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, name, err)
+	}
+}
+
+func (w *Writer) add(name string, layer int, shape []int, data []float32) error {
+	if name == "" {
+		return errors.New("empty name")
+	}
+	if len(shape) == 0 || len(shape) > 8 {
+		return fmt.Errorf("shape %v: want 1 to 8 dimensions", shape)
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > math.MaxInt32/d) {
+			return fmt.Errorf("bad shape %v", shape)
+		}
+		n *= d
+	}
+	if n != len(data) {
+		return fmt.Errorf("shape %v needs %d values, got %d", shape, n, len(data))
+	}
+	e := w.byName[name]
+	if e == nil {
+		file := w.fileName(name)
+		f, err := os.Create(filepath.Join(w.dir, file))
+		if err != nil {
+			return err
+		}
+		// Reserve the header; Close fills it in.
+		if _, err := f.Write(make([]byte, headerLen)); err != nil {
+			f.Close()
+			return err
+		}
+		e = &wentry{name: name, layer: layer, shape: slices.Clone(shape), file: file, f: f}
+		w.entries = append(w.entries, e)
+		w.byName[name] = e
+	} else {
+		if layer != e.layer {
+			return fmt.Errorf("layer %d, earlier calls said %d", layer, e.layer)
+		}
+		if len(shape) != len(e.shape) || !slices.Equal(shape[1:], e.shape[1:]) {
+			return fmt.Errorf("shape %v cannot extend earlier %v (inner dimensions differ)", shape, e.shape)
+		}
+		if e.shape[0] > math.MaxInt32-shape[0] {
+			return fmt.Errorf("too many rows")
+		}
+		e.shape[0] += shape[0]
+	}
+	w.buf = slices.Grow(w.buf[:0], 4*len(data))[:4*len(data)]
+	for i, v := range data {
+		binary.LittleEndian.PutUint32(w.buf[4*i:], math.Float32bits(v))
+	}
+	_, err := e.f.Write(w.buf)
+	return err
+}
+
+// fileName returns a file name for tensor name, unique in the dump: the
+// name with any character outside [A-Za-z0-9._-] replaced by '_', plus
+// ".npy".
+func (w *Writer) fileName(name string) string {
+	base := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, name)
+	if strings.HasPrefix(base, ".") {
+		base = "_" + base
+	}
+	file := base + ".npy"
+	for i := 2; w.files[file]; i++ {
+		file = base + "~" + strconv.Itoa(i) + ".npy"
+	}
+	w.files[file] = true
+	return file
+}
+
+// npyHeader returns the .npy 1.0 header of a little-endian float32 C-order
+// array of the given shape, padded with spaces to exactly headerLen bytes.
+func npyHeader(shape []int) []byte {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	s := strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		s += ","
+	}
+	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': (" + s + "), }"
+	const pre = 10 // magic (6), version (2), header length (2)
+	h := make([]byte, 0, headerLen)
+	h = append(h, "\x93NUMPY\x01\x00"...)
+	h = binary.LittleEndian.AppendUint16(h, headerLen-pre)
+	h = append(h, dict...)
+	for len(h) < headerLen-1 {
+		h = append(h, ' ')
+	}
+	return append(h, '\n')
+}
+
+// indexJSON is the layout of a glmrun index.json.
+type indexJSON struct {
+	Model   string       `json:"model"`
+	Tokens  []int        `json:"tokens"`
+	Tensors []tensorJSON `json:"tensors"`
+}
+
+type tensorJSON struct {
+	Name  string `json:"name"`
+	Layer int    `json:"layer"`
+	Shape []int  `json:"shape"`
+	File  string `json:"file"`
+}
+
+// Close completes every .npy file and writes index.json. It returns the
+// first error of the dump, if any; a second Close returns an error.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("dump: %s: already closed", w.dir)
+	}
+	w.closed = true
+	err := w.err
+	idx := indexJSON{Model: w.info.Model, Tokens: w.info.Tokens, Tensors: []tensorJSON{}}
+	if idx.Tokens == nil {
+		idx.Tokens = []int{}
+	}
+	for _, e := range w.entries {
+		if err == nil {
+			if _, werr := e.f.WriteAt(npyHeader(e.shape), 0); werr != nil {
+				err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, werr)
+			}
+		}
+		if cerr := e.f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, cerr)
+		}
+		idx.Tensors = append(idx.Tensors, tensorJSON{Name: e.name, Layer: e.layer, Shape: e.shape, File: e.file})
+	}
+	if err != nil {
+		return err
+	}
+	b, err := marshalIndex(idx)
+	if err != nil {
+		return fmt.Errorf("dump: %s: %w", w.dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, IndexFile), b, 0o644); err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	return nil
+}
+
+// marshalIndex encodes idx with one tensor per line, so that the index
+// reads well and diffs well.
+func marshalIndex(idx indexJSON) ([]byte, error) {
+	model, err := json.Marshal(idx.Model)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := json.Marshal(idx.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "{\"model\": %s,\n \"tokens\": %s,\n \"tensors\": [", model, tokens)
+	for i, t := range idx.Tensors {
+		tb, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  ")
+		b.Write(tb)
+	}
+	b.WriteString("\n]}\n")
+	return []byte(b.String()), nil
+}
