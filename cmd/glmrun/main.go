@@ -26,7 +26,11 @@ type command struct {
 }
 
 // commands lists every sub-command; each lives in its own file.
-var commands = map[string]command{}
+var commands = map[string]command{
+	"inspect": {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
+	"tensor":  {"write one tensor, dequantized to float32, as a .npy file", runTensor},
+	"diff":    {"compare two hidden-state dumps (glmrun or llama.cpp) and name the first divergent tensor", runDiff},
+}
 
 // errUsage marks an error caused by bad flags or arguments (exit status 2).
 var errUsage = errors.New("usage")
