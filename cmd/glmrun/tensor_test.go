@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -208,5 +212,109 @@ func TestCloseNames(t *testing.T) {
 	}
 	if d := editDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance(kitten, sitting) = %d, want 3", d)
+	}
+}
+
+// oracleTensor is one entry of testdata/dequant/<model>.json: what
+// llama.cpp reports and computes for a tensor.
+type oracleTensor struct {
+	Type      string  `json:"type"`
+	ShapeNE   []int64 `json:"shape_ne"`
+	SHA256F32 string  `json:"sha256_f32"`
+}
+
+// oracleFiles returns, for every model in testdata that has a dequant
+// oracle, the model path and its oracle tensors.
+func oracleFiles(t *testing.T) map[string]map[string]oracleTensor {
+	t.Helper()
+	refs, err := filepath.Glob("../../testdata/dequant/*.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]oracleTensor{}
+	for _, ref := range refs {
+		base := strings.TrimSuffix(filepath.Base(ref), ".json.gz") + ".gguf"
+		var path string
+		for _, dir := range []string{testModels, "../../testdata/formats/"} {
+			if _, err := os.Stat(dir + base); err == nil {
+				path = dir + base
+			}
+		}
+		if path == "" {
+			continue // a derived or unshipped model
+		}
+		raw, err := os.ReadFile(gunzipTemp(t, ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Tensors map[string]oracleTensor `json:"tensors"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("%s: %v", ref, err)
+		}
+		out[path] = doc.Tensors
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d models with a dequant oracle", len(out))
+	}
+	return out
+}
+
+// TestAgainstLlamaCpp checks inspect's tensor table (names, ne shapes,
+// types) against what llama.cpp reports for every shipped model, and that
+// glmrun tensor writes llama.cpp's dequantized values bit for bit for one
+// tensor of each type in each file.
+func TestAgainstLlamaCpp(t *testing.T) {
+	dir := t.TempDir()
+	for path, oracle := range oracleFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			m := inspectJSON(t, path)
+			tensors := m["tensors"].([]any)
+			if len(tensors) != len(oracle) {
+				t.Errorf("%d tensors, llama.cpp lists %d", len(tensors), len(oracle))
+			}
+			seenType := map[string]bool{}
+			for _, x := range tensors {
+				tr := x.(map[string]any)
+				name := tr["name"].(string)
+				want, ok := oracle[name]
+				if !ok {
+					t.Errorf("%s: not in llama.cpp's list", name)
+					continue
+				}
+				shape, _ := json.Marshal(tr["shape"])
+				wantShape, _ := json.Marshal(want.ShapeNE)
+				if string(shape) != string(wantShape) {
+					t.Errorf("%s: shape %s, llama.cpp %s", name, shape, wantShape)
+				}
+				typ := tr["type"].(string)
+				if !strings.EqualFold(typ, want.Type) {
+					t.Errorf("%s: type %s, llama.cpp %s", name, typ, want.Type)
+				}
+				if seenType[typ] {
+					continue
+				}
+				seenType[typ] = true
+				out := filepath.Join(dir, filepath.Base(path)+"."+name+".npy")
+				if code, _, errs := runCmd(t, "tensor", path, name, "-o", out); code != 0 {
+					t.Errorf("tensor %s: exit %d: %s", name, code, errs)
+					continue
+				}
+				a, err := npy.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := sha256.New()
+				var b [4]byte
+				for _, v := range a.F32 {
+					binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+					h.Write(b[:])
+				}
+				if got := hex.EncodeToString(h.Sum(nil)); got != want.SHA256F32 {
+					t.Errorf("tensor %s (%s): sha256 of f32 %s, llama.cpp %s", name, typ, got, want.SHA256F32)
+				}
+			}
+		})
 	}
 }
