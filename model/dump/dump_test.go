@@ -638,3 +638,84 @@ func TestCompareTensors(t *testing.T) {
 		})
 	}
 }
+
+func TestWriterIDs(t *testing.T) {
+	const n = 3
+	tests := []struct {
+		name string
+		emit func(w *Writer)
+	}{
+		{"prefill", func(w *Writer) {
+			w.Hook("embd", -1, []int{n, 2}, make([]float32, 2*n))
+			w.IDHook("blk.0.top_k", 0, []int{n, n}, []int32{0, -1, -1, 0, 1, -1, 0, 1, 2})
+			w.IDHook("blk.1.ffn_moe_topk", 1, []int{n, 2}, []int32{3, 1, 0, 2, 5, 4})
+		}},
+		{"decode", func(w *Writer) {
+			for i := range n {
+				w.Hook("embd", -1, []int{1, 2}, make([]float32, 2))
+				keys := make([]int32, i+1) // one more visible key per step
+				for j := range keys {
+					keys[j] = int32(j)
+				}
+				w.IDHook("blk.0.top_k", 0, []int{1, i + 1}, keys)
+				w.IDHook("blk.1.ffn_moe_topk", 1, []int{1, 2}, []int32{[]int32{3, 0, 5}[i], []int32{1, 2, 4}[i]})
+			}
+		}},
+	}
+	want := map[string][]int32{
+		"blk.0.top_k":        {0, -1, -1, 0, 1, -1, 0, 1, 2},
+		"blk.1.ffn_moe_topk": {3, 1, 0, 2, 5, 4},
+	}
+	dumps := map[string]*Dump{}
+	for _, tc := range tests {
+		dir := t.TempDir() // outlives the subtest: compared below
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := Create(dir, Info{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.emit(w)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumps[tc.name] = d
+			for name, vals := range want {
+				e, ok := d.Lookup(name)
+				if !ok || !e.Int || e.Shape[0] != n {
+					t.Fatalf("%s: %+v", name, e)
+				}
+				tn, err := d.Read(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(tn.I32, vals) {
+					t.Errorf("%s = %v, want %v", name, tn.I32, vals)
+				}
+			}
+		})
+	}
+	if len(dumps) == 2 {
+		rep, err := Compare(dumps["decode"], dumps["prefill"], Tolerance{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.First >= 0 || len(rep.Results) != 3 {
+			t.Errorf("decode vs prefill: %d results, first divergence %v", len(rep.Results), rep.FirstDivergence())
+		}
+	}
+	t.Run("kind mix", func(t *testing.T) {
+		w, err := Create(t.TempDir(), Info{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Hook("x", 0, []int{1, 2}, make([]float32, 2))
+		w.IDHook("x", 0, []int{1, 2}, make([]int32, 2))
+		if err := w.Close(); err == nil || !strings.Contains(err.Error(), "integer data for a float tensor") {
+			t.Fatalf("Close error %v", err)
+		}
+	})
+}

@@ -138,13 +138,13 @@ func Open(dir string) (*Dump, error) {
 }
 
 // isLlamaCPP tells the layouts apart: llama.cpp's index has a layout string
-// and a prompt, and its tensors carry ne and dtype.
+// and a prompt, and its tensors carry ne.
 func isLlamaCPP(raw *rawIndex) bool {
 	if raw.Layout != "" || raw.Prompt != nil {
 		return true
 	}
 	for _, t := range raw.Tensors {
-		if t.Ne != nil || t.Dtype != "" {
+		if t.Ne != nil {
 			return true
 		}
 	}
@@ -210,7 +210,15 @@ func glmrunEntry(r rawEntry) (Entry, error) {
 	if r.Layer != nil {
 		layer = *r.Layer
 	}
-	return Entry{Name: r.Name, Source: r.Name, Layer: layer, Shape: slices.Clone(r.Shape), File: r.File}, nil
+	e := Entry{Name: r.Name, Source: r.Name, Layer: layer, Shape: slices.Clone(r.Shape), File: r.File}
+	switch r.Dtype {
+	case "", "f32":
+	case "i32":
+		e.Int = true
+	default:
+		return Entry{}, fmt.Errorf("dtype %q: want f32 or i32", r.Dtype)
+	}
+	return e, nil
 }
 
 func llamaEntry(r rawEntry) (Entry, error) {

@@ -33,6 +33,9 @@ type Info struct {
 // writes, so decode dumps compare with prefill dumps. A repeat must have
 // the same layer and the same inner dimensions.
 //
+// IDHook does the same for integer tensors (model.IDHook), which Close
+// writes as int32 .npy files, marked "dtype": "i32" in the index.
+//
 // Errors (a bad shape, a failed write) are sticky: the first one stops the
 // dump and is returned by Close. A Writer is safe for concurrent use, but
 // the index lists tensors in the order the calls arrive.
@@ -54,7 +57,12 @@ type wentry struct {
 	layer int
 	shape []int // current shape: shape[0] grows with each append
 	file  string
-	f     *os.File
+	f     *os.File // float tensors: written as they arrive
+
+	// Integer tensors are kept in memory until Close: their rows may grow
+	// from call to call (see IDHook).
+	ints   bool
+	idRows [][]int32
 }
 
 // headerLen is the space reserved for each .npy header, written at Close
@@ -95,24 +103,101 @@ func (w *Writer) Hook(name string, layer int, shape []int, data []float32) {
 	}
 }
 
-func (w *Writer) add(name string, layer int, shape []int, data []float32) error {
+// IDHook records one integer tensor, such as the experts or the keys a
+// layer selected; it has the signature of model.IDHook. The tensor is
+// written as an int32 .npy file at Close. Calls for the same name are
+// appended along the outermost axis like Hook's, except that the
+// innermost dimension may change from call to call (a decode step sees
+// more keys than the one before): Close pads every row with -1 to the
+// widest row seen.
+func (w *Writer) IDHook(name string, layer int, shape []int, ids []int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	if w.closed {
+		w.err = fmt.Errorf("dump: %s: tensor %q: hook called after Close", w.dir, name)
+		return
+	}
+	if err := w.addIDs(name, layer, shape, ids); err != nil {
+		w.err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, name, err)
+	}
+}
+
+func (w *Writer) addIDs(name string, layer int, shape []int, ids []int32) error {
+	if err := checkHookShape(name, shape, len(ids)); err != nil {
+		return err
+	}
+	e := w.byName[name]
+	if e == nil {
+		e = &wentry{name: name, layer: layer, shape: slices.Clone(shape), file: w.fileName(name), ints: true}
+		e.shape[0] = 0
+		w.entries = append(w.entries, e)
+		w.byName[name] = e
+	} else {
+		switch {
+		case !e.ints:
+			return errors.New("integer data for a float tensor")
+		case layer != e.layer:
+			return fmt.Errorf("layer %d, earlier calls said %d", layer, e.layer)
+		case len(shape) != len(e.shape) || !slices.Equal(shape[1:len(shape)-1], e.shape[1:len(shape)-1]):
+			return fmt.Errorf("shape %v cannot extend earlier %v (inner dimensions differ)", shape, e.shape)
+		}
+	}
+	// Rows are the innermost vectors; a 1-D tensor has rows of one value.
+	width, rows := 1, shape[0]
+	if len(shape) > 1 {
+		width = shape[len(shape)-1]
+		rows = len(ids)
+		if width > 0 {
+			rows /= width
+		} else {
+			rows = 1
+			for _, d := range shape[:len(shape)-1] {
+				rows *= d
+			}
+		}
+	}
+	for r := range rows {
+		e.idRows = append(e.idRows, slices.Clone(ids[r*width:(r+1)*width]))
+	}
+	e.shape[0] += shape[0]
+	if len(shape) > 1 {
+		e.shape[len(shape)-1] = max(e.shape[len(shape)-1], width)
+	}
+	return nil
+}
+
+// checkHookShape checks a hook call's shape against its data length n.
+func checkHookShape(name string, shape []int, n int) error {
 	if name == "" {
 		return errors.New("empty name")
 	}
 	if len(shape) == 0 || len(shape) > 8 {
 		return fmt.Errorf("shape %v: want 1 to 8 dimensions", shape)
 	}
-	n := 1
+	p := 1
 	for _, d := range shape {
-		if d < 0 || (d > 0 && n > math.MaxInt32/d) {
+		if d < 0 || (d > 0 && p > math.MaxInt32/d) {
 			return fmt.Errorf("bad shape %v", shape)
 		}
-		n *= d
+		p *= d
 	}
-	if n != len(data) {
-		return fmt.Errorf("shape %v needs %d values, got %d", shape, n, len(data))
+	if p != n {
+		return fmt.Errorf("shape %v needs %d values, got %d", shape, p, n)
+	}
+	return nil
+}
+
+func (w *Writer) add(name string, layer int, shape []int, data []float32) error {
+	if err := checkHookShape(name, shape, len(data)); err != nil {
+		return err
 	}
 	e := w.byName[name]
+	if e != nil && e.ints {
+		return errors.New("float data for an integer tensor")
+	}
 	if e == nil {
 		file := w.fileName(name)
 		f, err := os.Create(filepath.Join(w.dir, file))
@@ -169,9 +254,10 @@ func (w *Writer) fileName(name string) string {
 	return file
 }
 
-// npyHeader returns the .npy 1.0 header of a little-endian float32 C-order
-// array of the given shape, padded with spaces to exactly headerLen bytes.
-func npyHeader(shape []int) []byte {
+// npyHeader returns the .npy 1.0 header of a little-endian C-order array
+// of dtype descr ("<f4", "<i4") and the given shape, padded with spaces to
+// exactly headerLen bytes.
+func npyHeader(descr string, shape []int) []byte {
 	dims := make([]string, len(shape))
 	for i, d := range shape {
 		dims[i] = strconv.Itoa(d)
@@ -180,7 +266,7 @@ func npyHeader(shape []int) []byte {
 	if len(shape) == 1 {
 		s += ","
 	}
-	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': (" + s + "), }"
+	dict := "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + s + "), }"
 	const pre = 10 // magic (6), version (2), header length (2)
 	h := make([]byte, 0, headerLen)
 	h = append(h, "\x93NUMPY\x01\x00"...)
@@ -204,6 +290,7 @@ type tensorJSON struct {
 	Layer int    `json:"layer"`
 	Shape []int  `json:"shape"`
 	File  string `json:"file"`
+	Dtype string `json:"dtype,omitempty"` // "i32" for integer tensors; float32 otherwise
 }
 
 // Close completes every .npy file and writes index.json. It returns the
@@ -221,15 +308,23 @@ func (w *Writer) Close() error {
 		idx.Tokens = []int{}
 	}
 	for _, e := range w.entries {
-		if err == nil {
-			if _, werr := e.f.WriteAt(npyHeader(e.shape), 0); werr != nil {
-				err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, werr)
+		t := tensorJSON{Name: e.name, Layer: e.layer, Shape: e.shape, File: e.file}
+		if e.ints {
+			t.Dtype = "i32"
+			if err == nil {
+				err = w.writeIDs(e)
+			}
+		} else {
+			if err == nil {
+				if _, werr := e.f.WriteAt(npyHeader("<f4", e.shape), 0); werr != nil {
+					err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, werr)
+				}
+			}
+			if cerr := e.f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, cerr)
 			}
 		}
-		if cerr := e.f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, cerr)
-		}
-		idx.Tensors = append(idx.Tensors, tensorJSON{Name: e.name, Layer: e.layer, Shape: e.shape, File: e.file})
+		idx.Tensors = append(idx.Tensors, t)
 	}
 	if err != nil {
 		return err
@@ -240,6 +335,29 @@ func (w *Writer) Close() error {
 	}
 	if err := os.WriteFile(filepath.Join(w.dir, IndexFile), b, 0o644); err != nil {
 		return fmt.Errorf("dump: %w", err)
+	}
+	return nil
+}
+
+// writeIDs writes integer tensor e, every row padded with -1 to the widest.
+func (w *Writer) writeIDs(e *wentry) error {
+	width := 1
+	if len(e.shape) > 1 {
+		width = e.shape[len(e.shape)-1]
+	}
+	b := make([]byte, 0, headerLen+4*width*len(e.idRows))
+	b = append(b, npyHeader("<i4", e.shape)...)
+	for _, row := range e.idRows {
+		for j := range width {
+			v := int32(-1)
+			if j < len(row) {
+				v = row[j]
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, e.file), b, 0o644); err != nil {
+		return fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, err)
 	}
 	return nil
 }
