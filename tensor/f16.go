@@ -9,17 +9,14 @@ import (
 // (subnormals, infinities and NaN payloads included).
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h) & 0x3ff
-	switch exp {
-	case 0:
-		// Zero or subnormal: man·2⁻²⁴, exact in float32.
-		f := float32(man) * (1.0 / (1 << 24))
-		return math.Float32frombits(math.Float32bits(f) | sign)
-	case 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	if h&0x7c00 == 0x7c00 { // infinity or NaN
+		return math.Float32frombits(sign | 0x7f800000 | uint32(h&0x3ff)<<13)
 	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
+	// Placing exponent and mantissa at the top of a float32's fields gives
+	// the value times 2⁻¹¹²; scaling back by 2¹¹² is exact for normals and
+	// subnormals alike.
+	f := math.Float32frombits(uint32(h&0x7fff)<<13) * 0x1p112
+	return math.Float32frombits(math.Float32bits(f) | sign)
 }
 
 // F32ToF16 converts f to IEEE 754 binary16, rounding to nearest with ties to
