@@ -134,7 +134,7 @@ func printDiffTable(w io.Writer, a, b *dump.Dump, rep *dump.Report) error {
 	fmt.Fprintf(w, "A: %s (%s, %s)\nB: %s (%s, %s)\natol %g, rtol %g: a tensor diverges when max|A-B| > atol + rtol*max|B|\n\n",
 		a.Dir, a.Layout, a.Model, b.Dir, b.Layout, b.Model, rep.Tolerance.ATol, rep.Tolerance.RTol)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "tensor\tshape\tmax abs\tmax rel\tcosine\tstatus\t")
+	fmt.Fprintln(tw, "tensor\tshape\tmax abs\tmax rel\tcosine\tstatus")
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		status := "ok"
@@ -144,14 +144,14 @@ func printDiffTable(w io.Writer, a, b *dump.Dump, rep *dump.Report) error {
 		shape := fmtShape(r.ShapeA)
 		switch {
 		case r.ShapeMismatch:
-			fmt.Fprintf(tw, "%s\t%s vs %s\t-\t-\t-\t%s (shape)\t\n", r.Name, shape, fmtShape(r.ShapeB), status)
+			fmt.Fprintf(tw, "%s\t%s vs %s\t-\t-\t-\t%s (shape)\n", r.Name, shape, fmtShape(r.ShapeB), status)
 		case r.Int:
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s (%d rows differ as sets)\t\n", r.Name, shape, status, r.RowsDiffer)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s (%d rows differ as sets)\n", r.Name, shape, status, r.RowsDiffer)
 		default:
 			if r.NonFinite > 0 {
 				status += fmt.Sprintf(" (%d NaN/Inf differ)", r.NonFinite)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.6f\t%s\t\n", r.Name, shape, fmtNum(r.MaxAbs), fmtNum(r.RelErr), r.Cosine, status)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.6f\t%s\n", r.Name, shape, fmtNum(r.MaxAbs), fmtNum(r.RelErr), r.Cosine, status)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -29,6 +29,7 @@ type command struct {
 var commands = map[string]command{
 	"inspect": {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
 	"tensor":  {"write one tensor, dequantized to float32, as a .npy file", runTensor},
+	"dump":    {"run tokens through a model and write its hidden states (.npy + index.json)", runDump},
 	"diff":    {"compare two hidden-state dumps (glmrun or llama.cpp) and name the first divergent tensor", runDiff},
 }
 

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/dump"
+)
+
+const dumpUsage = `usage: glmrun dump -m MODEL.gguf --tokens ID,ID,... -o DIR [--decode]
+
+Runs the tokens through the model and writes its hidden states to DIR: one
+float32 .npy file per tensor ("embd", per layer "blk.N.attn_norm",
+"blk.N.kqv_out", "blk.N.attn_out", "blk.N.ffn_inp", "blk.N.ffn_norm",
+"blk.N.ffn_out", "blk.N.out" (the residual stream after layer N), ...,
+"result_norm", "result_output"), shaped [tokens, width], the selected
+experts and DSA keys as int32 .npy files, and DIR/index.json listing them in
+forward order. By default the whole prompt goes through the prefill path in
+one batch; --decode feeds one token at a time through the decode path and
+writes the same files, rows concatenated. Compare dumps with "glmrun diff".
+
+Flags:
+`
+
+func runDump(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dump", stderr)
+	modelPath := fs.String("m", "", "model GGUF file (required)")
+	tokenList := fs.String("tokens", "", "comma-separated token ids (required)")
+	outDir := fs.String("o", "", "output directory (required; created if needed)")
+	decode := fs.Bool("decode", false, "one token at a time through the decode path")
+	threads := fs.Int("threads", 0, "worker goroutines per kernel (0: all CPUs)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, dumpUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case *modelPath == "":
+		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
+	case *outDir == "":
+		return fmt.Errorf("%w: -o DIR is required", errUsage)
+	case *threads < 0:
+		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
+	}
+	tokens, err := parseTokenList(*tokenList)
+	if err != nil {
+		return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+	}
+	m, err := model.Load(*modelPath, model.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ids := make([]int, len(tokens))
+	for i, t := range tokens {
+		ids[i] = int(t)
+	}
+	w, err := dump.Create(*outDir, dump.Info{Model: filepath.Base(*modelPath), Tokens: ids})
+	if err != nil {
+		return err
+	}
+	runErr := runForDump(m, w, tokens, *decode)
+	if err := w.Close(); runErr == nil && err != nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	d, err := dump.Open(*outDir)
+	if err != nil {
+		return err
+	}
+	path := "prefill"
+	if *decode {
+		path = "decode"
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %d tensors for %d tokens (%s path) to %s\n", len(d.Tensors), len(tokens), path, *outDir)
+	return err
+}
+
+// runForDump runs tokens through a new session of m whose hooks write to w.
+func runForDump(m *model.Model, w *dump.Writer, tokens []int32, decode bool) error {
+	s, err := m.NewSession(model.SessionOptions{ContextSize: len(tokens), Hook: w.Hook, IDHook: w.IDHook})
+	if err != nil {
+		return err
+	}
+	if !decode {
+		_, err := s.Prefill(tokens)
+		return err
+	}
+	for _, t := range tokens {
+		if _, err := s.Decode(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseTokenList parses comma-separated non-negative token ids ("1,2, 3").
+func parseTokenList(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("no token ids")
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("bad token id %q", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids, nil
+}
