@@ -27,6 +27,7 @@ type command struct {
 
 // commands lists every sub-command; each lives in its own file.
 var commands = map[string]command{
+	"logits":  {"print a token sequence's logits as JSON (prefill or decode path)", runLogits},
 	"inspect": {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
 	"tensor":  {"write one tensor, dequantized to float32, as a .npy file", runTensor},
 	"dump":    {"run tokens through a model and write its hidden states (.npy + index.json)", runDump},

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/glmrun/glmrun/model"
+)
+
+const logitsUsage = `usage: glmrun logits -m MODEL.gguf --tokens ID,ID,... [--decode] [--top N]
+
+Runs the tokens through the model and prints one JSON object to stdout:
+{"tokens":[...],"logits":[[...vocab floats...], ...one row per position]},
+plus "top": per position the N largest logits as {"id","logit","logprob"}
+when --top N is given. By default the whole prompt goes through the
+prefill path in one batch; --decode feeds one token at a time through the
+decode path.
+
+Flags:
+`
+
+// topEntry is one of the N best next tokens at a position.
+type topEntry struct {
+	ID      int     `json:"id"`
+	Logit   float32 `json:"logit"`
+	Logprob float64 `json:"logprob"`
+}
+
+// logitsOutput is the JSON printed by glmrun logits.
+type logitsOutput struct {
+	Tokens []int32      `json:"tokens"`
+	Logits [][]float32  `json:"logits"`
+	Top    [][]topEntry `json:"top,omitempty"`
+}
+
+func runLogits(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("logits", stderr)
+	modelPath := fs.String("m", "", "model GGUF file (required)")
+	tokenList := fs.String("tokens", "", "comma-separated token ids")
+	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
+	decode := fs.Bool("decode", false, "one token at a time through the decode path")
+	top := fs.Int("top", 0, "also list the N largest logits per position")
+	threads := fs.Int("threads", 0, "worker goroutines per kernel (0: all CPUs)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, logitsUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case *modelPath == "":
+		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
+	case *top < 0:
+		return fmt.Errorf("%w: --top %d: want >= 0", errUsage, *top)
+	case *threads < 0:
+		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
+	case *text != "" && *tokenList != "":
+		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
+	case *text != "":
+		return errors.New("--text needs the tokenizer, which glmrun does not have yet; use --tokens")
+	}
+	tokens, err := parseTokenIDs(*tokenList)
+	if err != nil {
+		return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+	}
+	m, err := model.Load(*modelPath, model.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s, err := m.NewSession(model.SessionOptions{ContextSize: max(len(tokens), 1)})
+	if err != nil {
+		return err
+	}
+	out := logitsOutput{Tokens: tokens}
+	if *decode {
+		for _, tok := range tokens {
+			row, err := s.Decode(tok)
+			if err != nil {
+				return err
+			}
+			out.Logits = append(out.Logits, row)
+		}
+	} else if out.Logits, err = s.Prefill(tokens); err != nil {
+		return err
+	}
+	if *top > 0 {
+		for _, row := range out.Logits {
+			out.Top = append(out.Top, topLogits(row, *top))
+		}
+	}
+	bw := bufio.NewWriter(stdout)
+	if err := json.NewEncoder(bw).Encode(out); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// topLogits returns the n largest logits of row (ties: lower id first)
+// with their log-probabilities, logit − log Σ exp(logits) in float64.
+func topLogits(row []float32, n int) []topEntry {
+	maxv := math.Inf(-1)
+	for _, v := range row {
+		maxv = max(maxv, float64(v))
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v) - maxv)
+	}
+	lse := maxv + math.Log(sum)
+	ids := make([]int, len(row))
+	for i := range ids {
+		ids[i] = i
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return row[ids[a]] > row[ids[b]] })
+	n = min(n, len(ids))
+	top := make([]topEntry, n)
+	for i, id := range ids[:n] {
+		top[i] = topEntry{ID: id, Logit: row[id], Logprob: float64(row[id]) - lse}
+	}
+	return top
+}
+
+// parseTokenIDs parses a comma-separated list of non-negative token ids.
+func parseTokenIDs(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("no token ids")
+	}
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("bad token id %q", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids, nil
+}
