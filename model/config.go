@@ -221,6 +221,10 @@ func readConfig(m meta) (Config, error) {
 		c.QLoraRank = r.intKey("attention.q_lora_rank", 1)
 	}
 
+	if r.err == nil && c.DRope%2 != 0 {
+		r.fail(r.key("rope.dimension_count"), "%d is odd", c.DRope)
+	}
+
 	// Head dims: absorbed MLA iff both *_mla keys exist (glm-dsa requires them).
 	c.AbsorbedMLA = m.Has(r.key("attention.key_length_mla")) && m.Has(r.key("attention.value_length_mla"))
 	if c.AbsorbedMLA {
@@ -246,9 +250,6 @@ func readConfig(m meta) (Config, error) {
 		if r.err == nil && c.DNope <= 0 {
 			r.fail(r.key("attention.key_length"), "%d is not larger than rope.dimension_count %d", kl, c.DRope)
 		}
-	}
-	if c.DRope%2 != 0 {
-		r.fail(r.key("rope.dimension_count"), "%d is odd", c.DRope)
 	}
 
 	// Layers and MoE.
