@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/dump"
@@ -51,7 +48,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	case *threads < 0:
 		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
 	}
-	tokens, err := parseTokenList(*tokenList)
+	tokens, err := parseTokenIDs(*tokenList) // shared with glmrun logits
 	if err != nil {
 		return fmt.Errorf("%w: --tokens: %v", errUsage, err)
 	}
@@ -103,21 +100,4 @@ func runForDump(m *model.Model, w *dump.Writer, tokens []int32, decode bool) err
 		}
 	}
 	return nil
-}
-
-// parseTokenList parses comma-separated non-negative token ids ("1,2, 3").
-func parseTokenList(s string) ([]int32, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, errors.New("no token ids")
-	}
-	var ids []int32
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		v, err := strconv.ParseInt(f, 10, 32)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("bad token id %q", f)
-		}
-		ids = append(ids, int32(v))
-	}
-	return ids, nil
 }
