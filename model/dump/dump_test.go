@@ -175,6 +175,7 @@ func TestWriterErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
+			writeDump(t, dir, fakePrefill, 2) // an earlier dump in the same place
 			w, err := Create(dir, Info{Model: "m"})
 			if err != nil {
 				t.Fatal(err)
@@ -186,7 +187,7 @@ func TestWriterErrors(t *testing.T) {
 				t.Fatalf("Close error %v, want one containing %q", err, tc.want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, IndexFile)); err == nil {
-				t.Error("a failed dump wrote index.json")
+				t.Error("a failed dump left an index.json")
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -71,9 +72,14 @@ type wentry struct {
 const headerLen = 256
 
 // Create makes dir (and its parents) if needed and returns a Writer that
-// dumps into it. Existing files of the same names are overwritten.
+// dumps into it. Existing files of the same names are overwritten; an
+// existing index.json is removed first, so that a dump that fails halfway
+// does not leave an old index describing half-overwritten files.
 func Create(dir string, info Info) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dump: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dir, IndexFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("dump: %w", err)
 	}
 	return &Writer{
