@@ -18,6 +18,9 @@ type Matrix struct {
 	Cols     int         // input dimension (ggml ne0)
 	RowBytes int         // bytes per row
 	Data     []byte      // Rows*RowBytes bytes, usually a view into an mmap
+	// Scale, when non-zero, multiplies every product with the matrix
+	// (llama.cpp's optional per-tensor "<name>.scale").
+	Scale float32
 }
 
 // NewMatrix checks that data holds rows rows of cols elements of type t

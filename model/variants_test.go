@@ -319,3 +319,64 @@ func TestBadTokens(t *testing.T) {
 		t.Error("negative context size accepted")
 	}
 }
+
+// TestScaleTensors: optional "<name>.scale" tensors multiply the products:
+// weights divided by s with a scale tensor s give the original logits.
+func TestScaleTensors(t *testing.T) {
+	src := modelPath(t, "glm5-mini.Q8_0")
+	m := loadTest(t, "glm5-mini.Q8_0")
+	X := m.Config().Experts
+	path := rewrite(t, src, func(f *gguf.File, w *gguf.Writer) error {
+		scaled := func(name string, per int, s func(block int) float32) error {
+			ti, _ := f.Tensor(name)
+			v := dequantAll(t, ti)
+			for i := range v {
+				v[i] /= s(i / per)
+			}
+			return w.ReplaceTensor(name, tensor.F32, ti.Dims, f32Bytes(v))
+		}
+		two := func(int) float32 { return 2 }
+		if err := scaled("blk.1.attn_output.weight", 1, two); err != nil {
+			return err
+		}
+		if err := w.AddTensor("blk.1.attn_output.scale", tensor.F32, []int64{1}, f32Bytes([]float32{2})); err != nil {
+			return err
+		}
+		if err := scaled("blk.0.ffn_down.weight", 1, func(int) float32 { return 4 }); err != nil {
+			return err
+		}
+		if err := w.AddTensor("blk.0.ffn_down.scale", tensor.F32, []int64{1}, f32Bytes([]float32{4})); err != nil {
+			return err
+		}
+		if err := scaled("blk.2.ffn_down_shexp.weight", 1, two); err != nil {
+			return err
+		}
+		if err := w.AddTensor("blk.2.ffn_down_shexp.scale", tensor.F32, []int64{1}, f32Bytes([]float32{2})); err != nil {
+			return err
+		}
+		per := make([]float32, X)
+		for e := range per {
+			per[e] = float32(int(1) << (e % 4))
+		}
+		ti, _ := f.Tensor("blk.2.ffn_up_exps.weight")
+		if err := scaled(ti.Name, int(ti.Dims[0]*ti.Dims[1]), func(e int) float32 { return per[e] }); err != nil {
+			return err
+		}
+		return w.AddTensor("blk.2.ffn_up_exps.scale", tensor.F32, []int64{int64(X)}, f32Bytes(per))
+	})
+	sm, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	if s := sm.Weights().Layers[2].MoE.Experts[3].Up.Scale; s != 8 {
+		t.Fatalf("expert 3 up scale %g, want 8", s)
+	}
+	tokens := p2(t)
+	want, got := prefill(t, m, tokens), prefill(t, sm, tokens)
+	for i := range want {
+		if d := maxAbsDiff(want[i], got[i]); d > 1e-5 {
+			t.Errorf("position %d: logits differ by %g", i, d)
+		}
+	}
+}

@@ -181,6 +181,8 @@ func (l *loader) layer(ly *Layer, i int, c *Config) {
 		a.KB, a.VB = l.splitKVB(p+"attn_kv_b.weight", c)
 	}
 	a.Out = l.matrix(p+"attn_output.weight", H*dv, E)
+	l.applyScale(&a.Out, p+"attn_output.scale")
+	ffnScales := c.Arch == "glm-dsa" // deepseek2 reads only attn_output's
 	if c.Arch == "glm-dsa" && l.has(p+"indexer.attn_k.weight") {
 		Ih, Id := c.IndexerHeads, c.IndexerDim
 		a.Indexer = &attention.IndexerWeights{
@@ -198,8 +200,17 @@ func (l *loader) layer(ly *Layer, i int, c *Config) {
 			Up:   l.matrix(p+"ffn_up.weight", E, c.FF),
 			Down: l.matrix(p+"ffn_down.weight", c.FF, E),
 		}
+		if ffnScales {
+			l.applyScales(ly.Dense, p, "")
+		}
 	} else {
 		ly.MoE = l.moe(p, c)
+		if ffnScales && ly.MoE != nil {
+			l.applyExpertScales(ly.MoE.Experts, p)
+			if ly.MoE.Shared != nil {
+				l.applyScales(ly.MoE.Shared, p, "_shexp")
+			}
+		}
 	}
 	if i >= c.Layers {
 		n := &NextN{
@@ -260,6 +271,57 @@ func (l *loader) moe(p string, c *Config) *MoE {
 		}
 	}
 	return m
+}
+
+// scale returns the values of the optional scale tensor name: n values,
+// or one broadcast to n; nil if absent.
+func (l *loader) scale(name string, n int) []float32 {
+	ti, ok := l.f.Tensor(name)
+	if !ok || l.err != nil {
+		return nil
+	}
+	if ti.NumElements() == 1 {
+		v := l.vector(name, 1)
+		if v == nil {
+			return nil
+		}
+		return slices.Repeat(v, n)
+	}
+	return l.vector(name, n)
+}
+
+// applyScale sets m's output scale from the optional tensor name.
+func (l *loader) applyScale(m *backend.Matrix, name string) {
+	if v := l.scale(name, 1); v != nil {
+		m.Scale = v[0]
+	}
+}
+
+// applyScales sets the scales of a dense or shared-expert FFN
+// (ffn_gate<suffix>.scale and so on).
+func (l *loader) applyScales(f *FFN, p, suffix string) {
+	l.applyScale(&f.Gate, p+"ffn_gate"+suffix+".scale")
+	l.applyScale(&f.Up, p+"ffn_up"+suffix+".scale")
+	l.applyScale(&f.Down, p+"ffn_down"+suffix+".scale")
+}
+
+// applyExpertScales sets the experts' scales from the optional per-expert
+// tensors ffn_{gate,up,down}_exps.scale.
+func (l *loader) applyExpertScales(experts []FFN, p string) {
+	gate := l.scale(p+"ffn_gate_exps.scale", len(experts))
+	up := l.scale(p+"ffn_up_exps.scale", len(experts))
+	down := l.scale(p+"ffn_down_exps.scale", len(experts))
+	for e := range experts {
+		if gate != nil {
+			experts[e].Gate.Scale = gate[e]
+		}
+		if up != nil {
+			experts[e].Up.Scale = up[e]
+		}
+		if down != nil {
+			experts[e].Down.Scale = down[e]
+		}
+	}
 }
 
 // splitKVB derives attn_k_b and attn_v_b (as F32 matrices) from a legacy

@@ -31,7 +31,8 @@ func (c *CPU) Workers() int { return c.workers }
 // calling goroutine.
 const serialWork = 1 << 16
 
-// MatMul computes dst[t, r] = Σ_i w[r, i] · x[t, i] for n activation rows:
+// MatMul computes dst[t, r] = Σ_i w[r, i] · x[t, i] (times w.Scale when
+// that is non-zero) for n activation rows:
 // x is [n, w.Cols] and dst is [n, w.Rows], both row-major. Each weight row
 // is dequantized once and dotted with all n activation rows.
 //
@@ -71,7 +72,11 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 	for r := lo; r < hi; r++ {
 		DequantizeRow(row, w, r)
 		for t := 0; t < n; t++ {
-			dst[t*w.Rows+r] = Dot(row, x[t*w.Cols:(t+1)*w.Cols])
+			v := Dot(row, x[t*w.Cols:(t+1)*w.Cols])
+			if w.Scale != 0 {
+				v *= w.Scale
+			}
+			dst[t*w.Rows+r] = v
 		}
 	}
 }
