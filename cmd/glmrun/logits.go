@@ -11,17 +11,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
-const logitsUsage = `usage: glmrun logits -m MODEL.gguf --tokens ID,ID,... [--decode] [--top N]
+const logitsUsage = `usage: glmrun logits -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) [--decode] [--top N]
 
 Runs the tokens through the model and prints one JSON object to stdout:
 {"tokens":[...],"logits":[[...vocab floats...], ...one row per position]},
 plus "top": per position the N largest logits as {"id","logit","logprob"}
 when --top N is given. By default the whole prompt goes through the
 prefill path in one batch; --decode feeds one token at a time through the
-decode path.
+decode path. --text tokenizes with the model's tokenizer (special tokens
+such as [gMASK] are recognised; BOS as the model's add_bos_token says).
 
 Flags:
 `
@@ -66,18 +69,33 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
 	case *text != "" && *tokenList != "":
 		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
-	case *text != "":
-		return errors.New("--text needs the tokenizer, which glmrun does not have yet; use --tokens")
 	}
-	tokens, err := parseTokenIDs(*tokenList)
-	if err != nil {
-		return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+	var tokens []int32
+	if *text == "" {
+		var err error
+		if tokens, err = parseTokenIDs(*tokenList); err != nil {
+			return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+		}
 	}
-	m, err := model.Load(*modelPath, model.Options{Threads: *threads})
+	f, err := gguf.Open(*modelPath)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer f.Close()
+	if *text != "" {
+		tok, err := tokenizer.New(f)
+		if err != nil {
+			return err
+		}
+		// As llama.cpp's refs: the model's BOS rule, special tokens parsed.
+		if tokens = tok.Encode(*text, true, true); len(tokens) == 0 {
+			return errors.New("--text gives no tokens")
+		}
+	}
+	m, err := model.New(f, model.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
 	s, err := m.NewSession(model.SessionOptions{ContextSize: max(len(tokens), 1)})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,11 +39,14 @@ func TestLogits(t *testing.T) {
 		ids[i] = jsonInt(id)
 	}
 	modelFile := filepath.Join("..", "..", "testdata", "models", "glm5-mini.Q8_0.gguf")
-	for _, mode := range []string{"prefill", "decode"} {
+	for _, mode := range []string{"prefill", "decode", "text"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"logits", "-m", modelFile, "--tokens", strings.Join(ids, ","), "--top", "3"}
-			if mode == "decode" {
+			switch mode {
+			case "decode":
 				args = append(args, "--decode")
+			case "text": // the P1 prompt's text (glm5-mini.tokenizer-cases.json)
+				args = []string{"logits", "-m", modelFile, "--text", "1 2 3 4 5 6 7 8 9 10", "--top", "3"}
 			}
 			var stdout, stderr bytes.Buffer
 			if code := run(args, &stdout, &stderr); code != 0 {
@@ -51,6 +55,9 @@ func TestLogits(t *testing.T) {
 			var out logitsOutput
 			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 				t.Fatal(err)
+			}
+			if !slices.Equal(out.Tokens, ref.Prompt) {
+				t.Fatalf("tokens %v, want %v", out.Tokens, ref.Prompt)
 			}
 			if len(out.Tokens) != len(ref.Prompt) || len(out.Logits) != len(ref.Prompt) || len(out.Top) != len(ref.Prompt) {
 				t.Fatalf("%d tokens, %d logit rows, %d top rows; want %d", len(out.Tokens), len(out.Logits), len(out.Top), len(ref.Prompt))
@@ -96,6 +103,7 @@ func TestLogitsErrors(t *testing.T) {
 		{"bad token", []string{"logits", "-m", modelFile, "--tokens", "1,x"}, 2, `bad token id "x"`},
 		{"negative top", []string{"logits", "-m", modelFile, "--tokens", "1", "--top", "-1"}, 2, "--top -1"},
 		{"outside vocab", []string{"logits", "-m", modelFile, "--tokens", "1,5000"}, 1, "outside the vocabulary"},
+		{"tokens and text", []string{"logits", "-m", modelFile, "--tokens", "1", "--text", "a"}, 2, "not both"},
 		{"missing file", []string{"logits", "-m", "nonexistent.gguf", "--tokens", "1"}, 1, "nonexistent.gguf"},
 	}
 	for _, tc := range cases {
