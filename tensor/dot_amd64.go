@@ -1,0 +1,169 @@
+//go:build !purego
+
+package tensor
+
+import "golang.org/x/sys/cpu"
+
+// dotAVX2 reports whether the AVX2 kernels (which also use FMA and F16C)
+// run on this CPU. It is fixed when the program starts; GODEBUG=cpu.avx2=off
+// clears it.
+var dotAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+// The AVX2 kernels. x and y point at nb whole blocks (n elements for the
+// float kernels) of the weight and activation rows; nb may not be zero.
+
+//go:noescape
+func dotQ80Q80AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ40Q80AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ50Q80AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ4NLQ80AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ4KQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ5KQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ6KQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ4XSQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotF32F32AVX2(x, y *byte, n int) float32
+
+//go:noescape
+func dotF16F32AVX2(x, y *byte, n int) float32
+
+//go:noescape
+func dotBF16F32AVX2(x, y *byte, n int) float32
+
+// dotAsmKernel is the signature of the assembly kernels.
+type dotAsmKernel func(x, y *byte, nb int) float32
+
+// dotAsm adapts an assembly kernel to the twins' signature.
+func dotAsm(f dotAsmKernel) func(x, y []byte, nb int) float32 {
+	return func(x, y []byte, nb int) float32 {
+		if nb == 0 {
+			return 0
+		}
+		return f(&x[0], &y[0], nb)
+	}
+}
+
+// dotKernels lists, for each weight type, its twin and its assembly kernels
+// with the CPU features each needs.
+var dotKernels = map[Type]struct {
+	generic func(x, y []byte, nb int) float32
+	avx2    dotAsmKernel
+}{
+	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2},
+	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2},
+	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2},
+	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2},
+	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2},
+	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2},
+	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2},
+	IQ4_XS: {dotIQ4XSQ8KGeneric, dotIQ4XSQ8KAVX2},
+	F32:    {dotF32F32Generic, dotF32F32AVX2},
+	F16:    {dotF16F32Generic, dotF16F32AVX2},
+	BF16:   {dotBF16F32Generic, dotBF16F32AVX2},
+}
+
+// dotImpls returns the implementations of the dot product for weight type t
+// that run on this CPU, the pure-Go twin first.
+func dotImpls(t Type) []dotImpl {
+	k, ok := dotKernels[t]
+	if !ok {
+		return nil
+	}
+	impls := []dotImpl{{"generic", k.generic}}
+	if dotAVX2 && k.avx2 != nil {
+		impls = append(impls, dotImpl{"avx2", dotAsm(k.avx2)})
+	}
+	return impls
+}
+
+func dotQ80Q80(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ80Q80AVX2(&x[0], &y[0], nb)
+	}
+	return dotQ80Q80Generic(x, y, nb)
+}
+
+func dotQ40Q80(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ40Q80AVX2(&x[0], &y[0], nb)
+	}
+	return dotQ40Q80Generic(x, y, nb)
+}
+
+func dotQ50Q80(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ50Q80AVX2(&x[0], &y[0], nb)
+	}
+	return dotQ50Q80Generic(x, y, nb)
+}
+
+func dotIQ4NLQ80(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ4NLQ80AVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ4NLQ80Generic(x, y, nb)
+}
+
+func dotQ4KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ4KQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotQ4KQ8KGeneric(x, y, nb)
+}
+
+func dotQ5KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ5KQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotQ5KQ8KGeneric(x, y, nb)
+}
+
+func dotQ6KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ6KQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotQ6KQ8KGeneric(x, y, nb)
+}
+
+func dotIQ4XSQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ4XSQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ4XSQ8KGeneric(x, y, nb)
+}
+
+func dotF32F32(x, y []byte, n int) float32 {
+	if dotAVX2 && n > 0 {
+		return dotF32F32AVX2(&x[0], &y[0], n)
+	}
+	return dotF32F32Generic(x, y, n)
+}
+
+func dotF16F32(x, y []byte, n int) float32 {
+	if dotAVX2 && n > 0 {
+		return dotF16F32AVX2(&x[0], &y[0], n)
+	}
+	return dotF16F32Generic(x, y, n)
+}
+
+func dotBF16F32(x, y []byte, n int) float32 {
+	if dotAVX2 && n > 0 {
+		return dotBF16F32AVX2(&x[0], &y[0], n)
+	}
+	return dotBF16F32Generic(x, y, n)
+}

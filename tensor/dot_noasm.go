@@ -1,0 +1,40 @@
+//go:build !amd64 || purego
+
+package tensor
+
+// Without assembly every dot product is its pure-Go twin.
+
+var dotTwins = map[Type]func(x, y []byte, nb int) float32{
+	Q8_0:   dotQ80Q80Generic,
+	Q4_0:   dotQ40Q80Generic,
+	Q5_0:   dotQ50Q80Generic,
+	IQ4_NL: dotIQ4NLQ80Generic,
+	Q4_K:   dotQ4KQ8KGeneric,
+	Q5_K:   dotQ5KQ8KGeneric,
+	Q6_K:   dotQ6KQ8KGeneric,
+	IQ4_XS: dotIQ4XSQ8KGeneric,
+	F32:    dotF32F32Generic,
+	F16:    dotF16F32Generic,
+	BF16:   dotBF16F32Generic,
+}
+
+// dotImpls returns the implementations of the dot product for weight type t:
+// here only the pure-Go twin.
+func dotImpls(t Type) []dotImpl {
+	if f, ok := dotTwins[t]; ok {
+		return []dotImpl{{"generic", f}}
+	}
+	return nil
+}
+
+func dotQ80Q80(x, y []byte, nb int) float32   { return dotQ80Q80Generic(x, y, nb) }
+func dotQ40Q80(x, y []byte, nb int) float32   { return dotQ40Q80Generic(x, y, nb) }
+func dotQ50Q80(x, y []byte, nb int) float32   { return dotQ50Q80Generic(x, y, nb) }
+func dotIQ4NLQ80(x, y []byte, nb int) float32 { return dotIQ4NLQ80Generic(x, y, nb) }
+func dotQ4KQ8K(x, y []byte, nb int) float32   { return dotQ4KQ8KGeneric(x, y, nb) }
+func dotQ5KQ8K(x, y []byte, nb int) float32   { return dotQ5KQ8KGeneric(x, y, nb) }
+func dotQ6KQ8K(x, y []byte, nb int) float32   { return dotQ6KQ8KGeneric(x, y, nb) }
+func dotIQ4XSQ8K(x, y []byte, nb int) float32 { return dotIQ4XSQ8KGeneric(x, y, nb) }
+func dotF32F32(x, y []byte, n int) float32    { return dotF32F32Generic(x, y, n) }
+func dotF16F32(x, y []byte, n int) float32    { return dotF16F32Generic(x, y, n) }
+func dotBF16F32(x, y []byte, n int) float32   { return dotBF16F32Generic(x, y, n) }
