@@ -169,8 +169,14 @@ func TestValidation(t *testing.T) {
 		{"row not whole blocks", func(t *testing.T, b []byte) []byte { put64(b, tensorField(t, b, "tensor.two", "ne0"), 48); return b }, "", "tensor.two", "row length 48 is not a multiple of the Q8_0 block size 32"},
 		{"duplicate tensor", func(t *testing.T, b []byte) []byte { copy(b[at(t, b, "tensor.thr")-3:], "one"); return b }, "", "tensor.one", "duplicate tensor name"},
 		{"unaligned offset", func(t *testing.T, b []byte) []byte { put64(b, tensorField(t, b, "tensor.two", "offset"), 65); return b }, "", "tensor.two", "not a multiple of the alignment 32"},
-		{"offset past end", func(t *testing.T, b []byte) []byte { put64(b, tensorField(t, b, "tensor.two", "offset"), 1<<40); return b }, "", "tensor.two", "outside the data section"},
-		{"offset wraps", func(t *testing.T, b []byte) []byte { put64(b, tensorField(t, b, "tensor.two", "offset"), math.MaxUint64-31); return b }, "", "tensor.two", "outside the data section"},
+		{"offset past end", func(t *testing.T, b []byte) []byte {
+			put64(b, tensorField(t, b, "tensor.two", "offset"), 1<<40)
+			return b
+		}, "", "tensor.two", "outside the data section"},
+		{"offset wraps", func(t *testing.T, b []byte) []byte {
+			put64(b, tensorField(t, b, "tensor.two", "offset"), math.MaxUint64-31)
+			return b
+		}, "", "tensor.two", "outside the data section"},
 		{"overlap", func(t *testing.T, b []byte) []byte { put64(b, tensorField(t, b, "tensor.thr", "offset"), 32); return b }, "", "tensor.thr", `overlaps tensor "tensor.one"`},
 	}
 	for _, tc := range tests {
