@@ -57,19 +57,63 @@ func TestSparseVsDense(t *testing.T) {
 	}
 }
 
-// TestNextNSkipped: the MTP block of glm5-mini-nextn is loaded but not run,
-// so its logits equal glm5-mini's.
+// TestNextNSkipped: the MTP block of a NextN model is loaded but not run,
+// so its logits equal glm5-mini's. It checks the shipped
+// glm5-mini-nextn.Q8_0 and a NextN model built here from glm5-mini (block 3
+// a copy of block 2 plus the nextn.* tensors).
 func TestNextNSkipped(t *testing.T) {
-	nextn := loadTest(t, "glm5-mini-nextn.Q8_0")
-	if c := nextn.Config(); c.NextN != 1 || c.Layers != 3 || nextn.Weights().Layers[3].NextN == nil {
-		t.Fatalf("config: %d NextN blocks, %d trunk layers; want 1, 3 and the block loaded", c.NextN, c.Layers)
-	}
-	plain := prefill(t, loadTest(t, "glm5-mini.Q8_0"), p2(t))
-	got := prefill(t, nextn, p2(t))
-	for i := range plain {
-		if d := maxAbsDiff(plain[i], got[i]); d != 0 {
-			t.Fatalf("position %d: nextn model differs by %g", i, d)
+	plain := loadTest(t, "glm5-mini.Q8_0")
+	want := prefill(t, plain, p2(t))
+	built := func(t *testing.T) *Model {
+		path := rewrite(t, modelPath(t, "glm5-mini.Q8_0"), func(f *gguf.File, w *gguf.Writer) error {
+			w.SetKV("glm-dsa.block_count", gguf.Uint32(4))
+			w.SetKV("glm-dsa.nextn_predict_layers", gguf.Uint32(1))
+			for _, ti := range f.Tensors {
+				if rest, ok := strings.CutPrefix(ti.Name, "blk.2."); ok {
+					if err := w.AddTensor("blk.3."+rest, ti.Type, ti.Dims, ti.Data); err != nil {
+						return err
+					}
+				}
+			}
+			embd, _ := f.Tensor("token_embd.weight")
+			norm, _ := f.Tensor("output_norm.weight")
+			eh := make([]float32, 512*256)
+			for _, x := range []struct {
+				name string
+				ti   *gguf.TensorInfo
+			}{{"embed_tokens", embd}, {"shared_head_head", embd}, {"enorm", norm}, {"hnorm", norm}, {"shared_head_norm", norm}} {
+				if err := w.AddTensor("blk.3.nextn."+x.name+".weight", x.ti.Type, x.ti.Dims, x.ti.Data); err != nil {
+					return err
+				}
+			}
+			return w.AddTensor("blk.3.nextn.eh_proj.weight", tensor.F32, []int64{512, 256}, f32Bytes(eh))
+		})
+		m, err := Load(path, Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		load func(t *testing.T) *Model
+	}{
+		{"built", built},
+		{"glm5-mini-nextn.Q8_0", func(t *testing.T) *Model { return loadTest(t, "glm5-mini-nextn.Q8_0") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.load(t)
+			if c := m.Config(); c.NextN != 1 || c.Layers != 3 || len(m.Weights().Layers) != 4 || m.Weights().Layers[3].NextN == nil {
+				t.Fatalf("config: %d NextN blocks, %d trunk layers; want 1, 3 and the block loaded", c.NextN, c.Layers)
+			}
+			got := prefill(t, m, p2(t))
+			for i := range want {
+				if d := maxAbsDiff(want[i], got[i]); d != 0 {
+					t.Fatalf("position %d: NextN model differs by %g", i, d)
+				}
+			}
+		})
 	}
 }
 
