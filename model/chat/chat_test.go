@@ -167,6 +167,16 @@ func TestBuiltinMatchesTemplate(t *testing.T) {
 				{Role: RoleUser, Content: "Thanks"},
 			},
 			opts: Options{Tools: []json.RawMessage{weather, clock}, AddGenerationPrompt: true},
+			// Rendered by Python's Jinja2 3.1.6 (trim_blocks, lstrip_blocks,
+			// tojson = json.dumps) from the same template.
+			want: "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Wetter <&> für \\\"Orte\\\"\\n\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\", \"minimum\": 1, \"scale\": 0.5}}, \"required\": [\"city\"]}}}\n{\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {}}}\n</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>...</tool_call><|system|>Be brief.<|user|>Weather in Oslo and time?<|assistant|><think>need tools</think>Checking.<tool_call>get_weather<arg_key>city</arg_key><arg_value>Oslo</arg_value><arg_key>days</arg_key><arg_value>2</arg_value><arg_key>units</arg_key><arg_value>{\"temp\": \"C\", \"list\": [1, 2.5, true, null]}</arg_value><arg_key>note</arg_key><arg_value>ø <b></arg_value></tool_call><tool_call>now<arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call><tool_call>now</tool_call><|observation|><tool_response>sunny</tool_response><tool_response>12:00</tool_response><tool_response>12:01</tool_response><|assistant|></think>Sunny, noon.<|user|>Thanks<|assistant|><think>",
+		},
+		{
+			name: "reasoning after the last user message, no thinking",
+			msgs: []Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, Content: "r1", ReasoningContent: "t1"}, {Role: RoleUser, Content: "b"},
+				{Role: RoleAssistant, Content: "r2"}, {Role: RoleAssistant, Content: "r3", ReasoningContent: "  t3\n"}},
+			opts: Options{AddGenerationPrompt: true, NoThinking: true},
+			want: "[gMASK]<sop><|user|>a<|assistant|><think>t1</think>r1<|user|>b<|assistant|></think>r2<|assistant|><think>t3</think>r3<|assistant|></think>",
 		},
 		{
 			name: "tool call arguments",
@@ -235,6 +245,14 @@ func TestTemplateFeatures(t *testing.T) {
 		{"trim and lstrip blocks", "x\n  {% if true %}\n  y\n  {% endif %}\nz", "x\n  y\nz", Options{}},
 		{"vars", `{{ enable_thinking }} {{ custom.b }} {{ custom.a }}`, "False 2 1", Options{Vars: map[string]any{"enable_thinking": false, "custom": raw(`{"b":2,"a":1}`)}}},
 		{"tokens", `{{ bos_token }}|{{ eos_token }}`, "[gMASK]|<|endoftext|>", Options{BOSToken: "[gMASK]", EOSToken: "<|endoftext|>"}},
+		// A bare set inside a for loop lives for the whole loop, as in
+		// llama.cpp's engine (common/jinja: one scope per loop) and minja;
+		// Python's Jinja2 scopes it to one iteration ("TrueFalse", "aouter").
+		// GLM-5.1+ templates test "reasoning_content is defined" after such a
+		// set, so there an assistant turn without reasoning repeats the
+		// previous turn's, exactly as llama.cpp renders it.
+		{"loop scope", `{% for m in messages %}{% if m.role == 'assistant' %}{% set r = m.content %}{% endif %}{{ r is defined }}{% endfor %}`, "FalseTrueTrue", Options{}},
+		{"loop scope ends with the loop", `{% set y = 'outer' %}{% for m in messages %}{% set y = m.content %}{% endfor %}{{ y }}`, "outer", Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

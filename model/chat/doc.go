@@ -15,6 +15,12 @@
 // separators, no ASCII escaping), because the rendered text is tokenized and
 // must match what the model saw in training byte for byte.
 //
+// Rendering follows llama.cpp's Jinja engine where it differs from Python's
+// Jinja2: a variable set inside a for loop keeps its value in the following
+// iterations (it still disappears when the loop ends). Known differences
+// from both: floats with an integral value print without ".0" (3.0 as 3),
+// and attribute access with a number (x.0) does not index lists.
+//
 // The package renders text only; tokenizing the prompt and parsing the
 // model's reply (reasoning, tool calls) belong elsewhere.
 package chat
