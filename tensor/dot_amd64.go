@@ -9,6 +9,11 @@ import "golang.org/x/sys/cpu"
 // clears it.
 var dotAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// dotAVX512 reports whether the AVX-512 kernels run: AVX-512 F, BW, VL and
+// VNNI besides the AVX2 set. GODEBUG=cpu.avx512f=off clears it.
+var dotAVX512 = dotAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
 // The AVX2 kernels. x and y point at nb whole blocks (n elements for the
 // float kernels) of the weight and activation rows; nb may not be zero.
 
@@ -37,6 +42,12 @@ func dotQ6KQ8KAVX2(x, y *byte, nb int) float32
 func dotIQ4XSQ8KAVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ4KQ8KAVX512(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ6KQ8KAVX512(x, y *byte, nb int) float32
+
+//go:noescape
 func dotF32F32AVX2(x, y *byte, n int) float32
 
 //go:noescape
@@ -63,18 +74,19 @@ func dotAsm(f dotAsmKernel) func(x, y []byte, nb int) float32 {
 var dotKernels = map[Type]struct {
 	generic func(x, y []byte, nb int) float32
 	avx2    dotAsmKernel
+	avx512  dotAsmKernel
 }{
-	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2},
-	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2},
-	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2},
-	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2},
-	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2},
-	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2},
-	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2},
-	IQ4_XS: {dotIQ4XSQ8KGeneric, dotIQ4XSQ8KAVX2},
-	F32:    {dotF32F32Generic, dotF32F32AVX2},
-	F16:    {dotF16F32Generic, dotF16F32AVX2},
-	BF16:   {dotBF16F32Generic, dotBF16F32AVX2},
+	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2, nil},
+	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2, nil},
+	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2, nil},
+	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, nil},
+	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
+	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
+	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
+	IQ4_XS: {dotIQ4XSQ8KGeneric, dotIQ4XSQ8KAVX2, nil},
+	F32:    {dotF32F32Generic, dotF32F32AVX2, nil},
+	F16:    {dotF16F32Generic, dotF16F32AVX2, nil},
+	BF16:   {dotBF16F32Generic, dotBF16F32AVX2, nil},
 }
 
 // dotImpls returns the implementations of the dot product for weight type t
@@ -87,6 +99,9 @@ func dotImpls(t Type) []dotImpl {
 	impls := []dotImpl{{"generic", k.generic}}
 	if dotAVX2 && k.avx2 != nil {
 		impls = append(impls, dotImpl{"avx2", dotAsm(k.avx2)})
+	}
+	if dotAVX512 && k.avx512 != nil {
+		impls = append(impls, dotImpl{"avx512vnni", dotAsm(k.avx512)})
 	}
 	return impls
 }
@@ -120,6 +135,9 @@ func dotIQ4NLQ80(x, y []byte, nb int) float32 {
 }
 
 func dotQ4KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotQ4KQ8KAVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotQ4KQ8KAVX2(&x[0], &y[0], nb)
 	}
@@ -134,6 +152,9 @@ func dotQ5KQ8K(x, y []byte, nb int) float32 {
 }
 
 func dotQ6KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotQ6KQ8KAVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotQ6KQ8KAVX2(&x[0], &y[0], nb)
 	}

@@ -1,0 +1,226 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "dot_amd64.h"
+
+// AVX-512 (F, BW, VL, VNNI) dot products of Q4_K and Q6_K blocks with Q8_K
+// activations. As the AVX2 kernels (dotk_amd64.s), with 512-bit registers
+// that hold 64 weights whose activations are contiguous, and VPDPWSSD
+// fusing the sub-block scale multiply with the int32 accumulation. The
+// integer sums are exact; each block's sixteen int32 lanes are scaled by
+// d·dy and accumulated with FMA.
+
+DATA dotShufK4Z<>+0(SB)/8, $0x0100010001000100
+DATA dotShufK4Z<>+8(SB)/8, $0x0100010001000100
+DATA dotShufK4Z<>+16(SB)/8, $0x0100010001000100
+DATA dotShufK4Z<>+24(SB)/8, $0x0100010001000100
+DATA dotShufK4Z<>+32(SB)/8, $0x0302030203020302
+DATA dotShufK4Z<>+40(SB)/8, $0x0302030203020302
+DATA dotShufK4Z<>+48(SB)/8, $0x0302030203020302
+DATA dotShufK4Z<>+56(SB)/8, $0x0302030203020302
+DATA dotShufK4Z<>+64(SB)/8, $0x0504050405040504
+DATA dotShufK4Z<>+72(SB)/8, $0x0504050405040504
+DATA dotShufK4Z<>+80(SB)/8, $0x0504050405040504
+DATA dotShufK4Z<>+88(SB)/8, $0x0504050405040504
+DATA dotShufK4Z<>+96(SB)/8, $0x0706070607060706
+DATA dotShufK4Z<>+104(SB)/8, $0x0706070607060706
+DATA dotShufK4Z<>+112(SB)/8, $0x0706070607060706
+DATA dotShufK4Z<>+120(SB)/8, $0x0706070607060706
+DATA dotShufK4Z<>+128(SB)/8, $0x0908090809080908
+DATA dotShufK4Z<>+136(SB)/8, $0x0908090809080908
+DATA dotShufK4Z<>+144(SB)/8, $0x0908090809080908
+DATA dotShufK4Z<>+152(SB)/8, $0x0908090809080908
+DATA dotShufK4Z<>+160(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufK4Z<>+168(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufK4Z<>+176(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufK4Z<>+184(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufK4Z<>+192(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufK4Z<>+200(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufK4Z<>+208(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufK4Z<>+216(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufK4Z<>+224(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA dotShufK4Z<>+232(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA dotShufK4Z<>+240(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA dotShufK4Z<>+248(SB)/8, $0x0F0E0F0E0F0E0F0E
+GLOBL dotShufK4Z<>(SB), RODATA|NOPTR, $256
+DATA dotShufQ6Z<>+0(SB)/8, $0x0100010001000100
+DATA dotShufQ6Z<>+8(SB)/8, $0x0100010001000100
+DATA dotShufQ6Z<>+16(SB)/8, $0x0302030203020302
+DATA dotShufQ6Z<>+24(SB)/8, $0x0302030203020302
+DATA dotShufQ6Z<>+32(SB)/8, $0x0504050405040504
+DATA dotShufQ6Z<>+40(SB)/8, $0x0504050405040504
+DATA dotShufQ6Z<>+48(SB)/8, $0x0706070607060706
+DATA dotShufQ6Z<>+56(SB)/8, $0x0706070607060706
+DATA dotShufQ6Z<>+64(SB)/8, $0x0908090809080908
+DATA dotShufQ6Z<>+72(SB)/8, $0x0908090809080908
+DATA dotShufQ6Z<>+80(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufQ6Z<>+88(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA dotShufQ6Z<>+96(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufQ6Z<>+104(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA dotShufQ6Z<>+112(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA dotShufQ6Z<>+120(SB)/8, $0x0F0E0F0E0F0E0F0E
+GLOBL dotShufQ6Z<>(SB), RODATA|NOPTR, $128
+
+// SCALESK4 unpacks the 6-bit scales and mins of the Q4_K block at SI:
+// Z8 = eight int16 scales in each 128-bit lane, X9 = eight int16 mins.
+// Clobbers AX, BX, DX, R8-R10.
+#define SCALESK4 \
+	MOVL  4(SI), AX; \
+	MOVL  8(SI), BX; \
+	MOVL  12(SI), DX; \
+	MOVL  AX, R8; \
+	ANDL  $0x3f3f3f3f, R8; \
+	MOVL  AX, R9; \
+	SHRL  $6, R9; \
+	ANDL  $0x03030303, R9; \
+	SHLL  $4, R9; \
+	MOVL  DX, R10; \
+	ANDL  $0x0f0f0f0f, R10; \
+	ORL   R10, R9; \
+	SHLQ  $32, R9; \
+	ORQ   R9, R8; \
+	MOVL  BX, R9; \
+	ANDL  $0x3f3f3f3f, R9; \
+	MOVL  BX, R10; \
+	SHRL  $6, R10; \
+	ANDL  $0x03030303, R10; \
+	SHLL  $4, R10; \
+	SHRL  $4, DX; \
+	ANDL  $0x0f0f0f0f, DX; \
+	ORL   DX, R10; \
+	SHLQ  $32, R10; \
+	ORQ   R10, R9; \
+	VMOVQ R8, X8; \
+	VPMOVZXBW X8, X8; \
+	VSHUFI32X4 $0, Z8, Z8, Z8; \
+	VMOVQ R9, X9; \
+	VPMOVZXBW X9, X9
+
+// MINSK4 adds dmin·dy · Σ m_j·(bsums[2j]+bsums[2j+1]) to X1 (four lanes) and
+// leaves d·dy broadcast in Z4. Clobbers X5, X6.
+#define MINSK4 \
+	VMOVDQU 260(DI), X6; \
+	VPHADDW 276(DI), X6, X6; \
+	VPMADDWD X9, X6, X6; \
+	VCVTDQ2PS X6, X6; \
+	VMOVD 0(SI), X4; \
+	VCVTPH2PS X4, X4; \
+	VBROADCASTSS 0(DI), X5; \
+	VMULPS X5, X4, X4; \
+	VMOVSHDUP X4, X5; \
+	VBROADCASTSS X5, X5; \
+	VFMADD231PS X5, X6, X1; \
+	VBROADCASTSS X4, Z4
+
+// CHUNKK4 multiplies the 64 weights of chunk c (32 quant bytes at qoff:
+// low nibbles then high nibbles) with the 64 activations at yoff and adds
+// them, weighted by the scales picked by mask smem, to Z7 with OP.
+#define CHUNKK4(qoff, yoff, smem, OP) \
+	VMOVDQU qoff(SI), Y2; \
+	VPSRLW $4, Y2, Y3; \
+	VINSERTI64X4 $1, Y3, Z2, Z2; \
+	VPANDD Z14, Z2, Z2; \
+	VPMADDUBSW yoff(DI), Z2, Z2; \
+	VPSHUFB smem, Z8, Z3; \
+	OP Z3, Z2, Z7
+
+// func dotQ4KQ8KAVX512(x, y *byte, nb int) float32
+TEXT ·dotQ4KQ8KAVX512(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	VXORPS X1, X1, X1
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+q4kloop:
+	SCALESK4
+	MINSK4
+	CHUNKK4(16, 4, dotShufK4Z<>+0(SB), VPMADDWD)
+	CHUNKK4(48, 68, dotShufK4Z<>+64(SB), VPDPWSSD)
+	CHUNKK4(80, 132, dotShufK4Z<>+128(SB), VPDPWSSD)
+	CHUNKK4(112, 196, dotShufK4Z<>+192(SB), VPDPWSSD)
+	VCVTDQ2PS   Z7, Z7
+	VFMADD231PS Z4, Z7, Z0
+	ADDQ        $144, SI
+	ADDQ        $292, DI
+	DECQ        CX
+	JNZ         q4kloop
+
+	VEXTRACTF64X4 $1, Z0, Y2
+	VADDPS        Y2, Y0, Y0
+	HSUM(Y0, X0, X2)
+	VMOVHLPS X1, X1, X2
+	VADDPS   X2, X1, X1
+	VMOVSHDUP X1, X2
+	VADDSS   X2, X1, X1
+	VSUBSS   X1, X0, X0
+	VMOVSS   X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// HALFQ6 handles the 128 elements of Q6_K half h: ql at qlo (64 bytes),
+// qh at qho (32 bytes), scales at sco (8 bytes), activations at yo.
+#define HALFQ6(qlo, qho, sco, yo) \
+	VPMOVSXBW sco(SI), X9; \
+	VSHUFI32X4 $0, Z9, Z9, Z9; \
+	VMOVDQU64 qlo(SI), Z2; \
+	VMOVDQU qho(SI), Y10; \
+	VPSRLW $2, Y10, Y11; \
+	VINSERTI64X4 $1, Y11, Z10, Z10; \
+	VPANDD Z14, Z2, Z4; \
+	VPANDD Z12, Z10, Z5; \
+	VPSLLW $4, Z5, Z5; \
+	VPORD Z5, Z4, Z4; \
+	VPMADDUBSW yo(DI), Z4, Z4; \
+	VPSHUFB dotShufQ6Z<>+0(SB), Z9, Z5; \
+	VPDPWSSD Z5, Z4, Z7; \
+	VPSRLW $4, Z2, Z4; \
+	VPANDD Z14, Z4, Z4; \
+	VPSRLW $4, Z10, Z5; \
+	VPANDD Z12, Z5, Z5; \
+	VPSLLW $4, Z5, Z5; \
+	VPORD Z5, Z4, Z4; \
+	VPMADDUBSW yo+64(DI), Z4, Z4; \
+	VPSHUFB dotShufQ6Z<>+64(SB), Z9, Z5; \
+	VPDPWSSD Z5, Z4, Z7
+
+// func dotQ6KQ8KAVX512(x, y *byte, nb int) float32
+TEXT ·dotQ6KQ8KAVX512(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL   $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6kloop:
+	// 32·Σ scale_s·bsums[s]: the offset of the weights q − 32.
+	VPMOVSXBW 192(SI), Y6
+	VPMADDWD  260(DI), Y6, Y6
+	VPSLLD    $5, Y6, Y6
+	VPXORD    Z7, Z7, Z7
+	HALFQ6(0, 128, 192, 4)
+	HALFQ6(64, 160, 200, 132)
+	VPSUBD       Z6, Z7, Z7
+	VCVTDQ2PS    Z7, Z7
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       0(DI), X4, X4
+	VBROADCASTSS X4, Z4
+	VFMADD231PS  Z4, Z7, Z0
+	ADDQ         $210, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          q6kloop
+
+	VEXTRACTF64X4 $1, Z0, Y2
+	VADDPS        Y2, Y0, Y0
+	HSUM(Y0, X0, X1)
+	VMOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
