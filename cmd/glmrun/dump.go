@@ -5,13 +5,16 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/dump"
+	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
-const dumpUsage = `usage: glmrun dump -m MODEL.gguf --tokens ID,ID,... -o DIR [--decode]
+const dumpUsage = `usage: glmrun dump -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) -o DIR [--decode]
 
-Runs the tokens through the model and writes its hidden states to DIR: one
+Runs the tokens (or the text, tokenized with the model's tokenizer: BOS as
+the model asks, special-token text such as "<|user|>" parsed) through the model and writes its hidden states to DIR: one
 float32 .npy file per tensor ("embd", per layer "blk.N.attn_norm",
 "blk.N.kqv_out", "blk.N.attn_out", "blk.N.ffn_inp", "blk.N.ffn_norm",
 "blk.N.ffn_out", "blk.N.out" (the residual stream after layer N), ...,
@@ -27,7 +30,8 @@ Flags:
 func runDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dump", stderr)
 	modelPath := fs.String("m", "", "model GGUF file (required)")
-	tokenList := fs.String("tokens", "", "comma-separated token ids (required)")
+	tokenList := fs.String("tokens", "", "comma-separated token ids")
+	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
 	outDir := fs.String("o", "", "output directory (required; created if needed)")
 	decode := fs.Bool("decode", false, "one token at a time through the decode path")
 	threads := fs.Int("threads", 0, "worker goroutines per kernel (0: all CPUs)")
@@ -48,11 +52,31 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	case *threads < 0:
 		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
 	}
-	tokens, err := parseTokenIDs(*tokenList) // shared with glmrun logits
-	if err != nil {
-		return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+	var tokens []int32
+	switch {
+	case *text != "" && *tokenList != "":
+		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
+	case *text == "":
+		var err error
+		if tokens, err = parseTokenIDs(*tokenList); err != nil { // shared with glmrun logits
+			return fmt.Errorf("%w: --tokens: %v", errUsage, err)
+		}
 	}
-	m, err := model.Load(*modelPath, model.Options{Threads: *threads})
+	f, err := gguf.Open(*modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if *text != "" {
+		tok, err := tokenizer.New(f)
+		if err != nil {
+			return err
+		}
+		if tokens = tok.Encode(*text, true, true); len(tokens) == 0 {
+			return fmt.Errorf("%w: --text %q gives no tokens", errUsage, *text)
+		}
+	}
+	m, err := model.New(f, model.Options{Threads: *threads})
 	if err != nil {
 		return err
 	}

@@ -226,6 +226,29 @@ func TestDiffFindsPlantedFault(t *testing.T) {
 	}
 }
 
+// TestDumpText dumps the text of P1 ("1 2 3 4 5 6 7 8 9 10", whose
+// llama.cpp tokens are the P1 prompt): the index holds those tokens and the
+// dump matches llama.cpp's.
+func TestDumpText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dump")
+	runCode(t, 0, "dump", "-m", glm5Mini, "--text", "1 2 3 4 5 6 7 8 9 10", "-o", dir)
+	d, err := dump.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(d.Tokens))
+	for i, id := range d.Tokens {
+		got[i] = strconv.Itoa(id)
+	}
+	if want := promptP1(t); strings.Join(got, ",") != want {
+		t.Fatalf("tokens %v, want %s", got, want)
+	}
+	out := runCode(t, 0, "diff", "--atol", "1e-3", "--rtol", "0", dir, filepath.Join(hiddenRefs, "glm5-mini.Q8_0.deq-F32.P1"))
+	if !strings.HasPrefix(lastLine(out), "no divergence") {
+		t.Errorf("diff: %s", lastLine(out))
+	}
+}
+
 func TestDumpErrors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
 	tests := []struct {
@@ -237,6 +260,7 @@ func TestDumpErrors(t *testing.T) {
 		{"no model", []string{"--tokens", "1", "-o", dir}, 2, "-m MODEL.gguf is required"},
 		{"no output", []string{"-m", glm5Mini, "--tokens", "1"}, 2, "-o DIR is required"},
 		{"no tokens", []string{"-m", glm5Mini, "-o", dir}, 2, "no token ids"},
+		{"tokens and text", []string{"-m", glm5Mini, "--tokens", "1", "--text", "a", "-o", dir}, 2, "not both"},
 		{"bad token", []string{"-m", glm5Mini, "--tokens", "1,x", "-o", dir}, 2, `bad token id "x"`},
 		{"negative token", []string{"-m", glm5Mini, "--tokens", "-3", "-o", dir}, 2, `bad token id "-3"`},
 		{"extra argument", []string{"-m", glm5Mini, "--tokens", "1", "-o", dir, "more"}, 2, `unexpected argument "more"`},
