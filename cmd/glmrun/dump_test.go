@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model/dump"
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -129,6 +130,41 @@ func TestDumpMatchesLlamaCPP(t *testing.T) {
 		rep := compareDirs(t, dirs["decode vs seq"], dirs["prefill vs batch"], dump.Tolerance{ATol: 1e-4})
 		if f := rep.FirstDivergence(); f != nil || len(rep.OnlyA)+len(rep.OnlyB) > 0 {
 			t.Errorf("decode vs prefill dump: first divergence %v, only in one: %v %v", f, rep.OnlyA, rep.OnlyB)
+		}
+	}
+}
+
+// TestDumpSparse dumps the sparse-DSA variant (top_k 8) on P2 (40 tokens)
+// and diffs it against llama.cpp: the selected key sets (blk.N.top_k,
+// genuinely sparse beyond position 7) and the hidden states must agree.
+func TestDumpSparse(t *testing.T) {
+	path := testmodels.Path(t, "glm5-mini-sparse.Q8_0")
+	var ref struct {
+		Prompt []int `json:"prompt"`
+	}
+	if err := json.Unmarshal(testmodels.Ref(t, "glm5-mini-sparse.Q8_0.deq-F32.P2"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(ref.Prompt))
+	for i, id := range ref.Prompt {
+		ids[i] = strconv.Itoa(id)
+	}
+	refs := filepath.Join(hiddenRefs, "glm5-mini-sparse.Q8_0.deq-F32.P2")
+	for _, decode := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "dump")
+		args := []string{"dump", "-m", path, "--tokens", strings.Join(ids, ","), "-o", dir}
+		against := refs
+		if decode {
+			args = append(args, "--decode")
+			against += ".seq"
+		}
+		runCode(t, 0, args...)
+		out := runCode(t, 0, "diff", "--atol", "1e-3", "--rtol", "0", dir, against)
+		if !strings.HasPrefix(lastLine(out), "no divergence") {
+			t.Errorf("decode %v: %s", decode, lastLine(out))
+		}
+		if !decode && !strings.Contains(out, "blk.2.top_k") {
+			t.Errorf("the DSA key sets were not compared:\n%s", out)
 		}
 	}
 }
