@@ -24,11 +24,18 @@ func fitScaleMin(x, w []float32, L, aux []uint8, nmax int32, rmin, rdelta float3
 	lo, hi := x[0], x[0]
 	var sumW, sumX float32
 	for i, v := range x {
-		lo, hi = min(lo, v), max(hi, v)
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
 		sumW += w[i]
 		sumX += w[i] * v
 	}
-	lo = min(lo, 0)
+	if lo > 0 {
+		lo = 0
+	}
 	if hi == lo {
 		clear(L)
 		return 0, -lo
@@ -146,8 +153,12 @@ func quantKScaleMin(x *[256]float32, b []byte, L *[256]uint8, nmax int32, rmin, 
 			w[l] = av + abs32(v)
 		}
 		scales[j], mins[j] = fitScaleMin(xs, w[:], L[32*j:32*j+32], aux[:], nmax, rmin, rdelta, nstep)
-		maxScale = max(maxScale, scales[j])
-		maxMin = max(maxMin, mins[j])
+		if scales[j] > maxScale {
+			maxScale = scales[j]
+		}
+		if mins[j] > maxMin {
+			maxMin = mins[j]
+		}
 	}
 	var invScale, invMin float32
 	if maxScale > 0 {

@@ -46,7 +46,9 @@ func quantQ8_0(src []float32, dst []byte) {
 		b := (*[sizeQ8_0]byte)(dst[i*sizeQ8_0:])
 		var amax float32
 		for _, v := range x {
-			amax = max(amax, abs32(v))
+			if a := abs32(v); a > amax {
+				amax = a
+			}
 		}
 		d := amax / 127
 		var id float32
@@ -56,9 +58,23 @@ func quantQ8_0(src []float32, dst []byte) {
 		binary.LittleEndian.PutUint16(b[0:], F32ToF16(d))
 		qs := (*[32]byte)(b[2:])
 		for j, v := range x {
-			qs[j] = byte(int8(math.Round(float64(v * id))))
+			qs[j] = byte(int8(roundAway(v * id)))
 		}
 	}
+}
+
+// roundAway rounds x to the nearest integer with ties away from zero, as C's
+// roundf, for |x| < 2³¹. x − trunc(x) is exact in float32, so comparing it
+// with ±0.5 decides the tie exactly.
+func roundAway(x float32) int32 {
+	q := int32(x) // truncates toward zero
+	switch f := x - float32(q); {
+	case f >= 0.5:
+		q++
+	case f <= -0.5:
+		q--
+	}
+	return q
 }
 
 func abs32(x float32) float32 {

@@ -306,3 +306,16 @@ func TestQuantizeNonFinite(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundAway(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	xs := []float32{0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 126.5, -127.5, 8388607.5, 1e9, -1e9}
+	for range 10000 {
+		xs = append(xs, float32(r.NormFloat64()*100), float32(int(r.IntN(255))-127)+0.5)
+	}
+	for _, x := range xs {
+		if got, want := roundAway(x), int32(math.Round(float64(x))); got != want {
+			t.Errorf("roundAway(%g) = %d, want %d", x, got, want)
+		}
+	}
+}
