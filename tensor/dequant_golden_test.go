@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -48,12 +49,18 @@ func readDequantRef(t *testing.T, path string) *dequantRef {
 	return &ref
 }
 
-// modelPath finds the GGUF file a dequant reference describes. The derived
-// glm5-mini-{sparse,nextn} models have the same tensor bytes as files we
-// ship, except that nextn adds layers: they are looked up by the names
-// testdata/README.md gives, and skipped when absent. The BF16 model is only
-// present as a subset file, whose tensors are checked one by one.
-func modelPath(name string) string {
+// derivedModels are rebuilt from shipped files by internal/testmodels.
+var derivedModels = map[string]bool{"glm5-mini-sparse.Q8_0": true, "glm5-mini-nextn.Q8_0": true}
+
+// modelPath finds the GGUF file a dequant reference describes: a shipped
+// model, a model derived by internal/testmodels, or a subset file that keeps
+// only some tensors of a model too large to ship (its tensors are checked
+// one by one); "" if there is none.
+func modelPath(t *testing.T, name string) string {
+	t.Helper()
+	if derivedModels[name] {
+		return testmodels.Path(t, name)
+	}
 	for _, p := range []string{
 		filepath.Join("..", "testdata", "models", name+".gguf"),
 		filepath.Join("..", "testdata", "formats", name+".gguf"),
@@ -78,7 +85,7 @@ func TestDequantizeGolden(t *testing.T) {
 	for _, refPath := range refs {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".json.gz")
 		t.Run(name, func(t *testing.T) {
-			path := modelPath(name)
+			path := modelPath(t, name)
 			if path == "" {
 				t.Skipf("no GGUF file for %s in testdata", name)
 			}
