@@ -175,7 +175,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v.arrs = make([]Value, 0, min(n, 1024))
+		v.arrs = make([]Value, 0, n) // n is bounded by the bytes left
 		for i := 0; i < n; i++ {
 			a, err := d.array(depth + 1)
 			if err != nil {

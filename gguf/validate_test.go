@@ -250,3 +250,59 @@ func TestOpenNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocationBound parses files made of many minimal items, the worst
+// cases for memory per input byte, and checks the bound that FuzzOpen
+// enforces.
+func TestAllocationBound(t *testing.T) {
+	const n = 50000
+	tests := []struct {
+		name  string
+		build func(w *Writer)
+	}{
+		{"empty nested arrays", func(w *Writer) {
+			elems := make([]Value, n)
+			for i := range elems {
+				elems[i] = Array([]uint8{})
+			}
+			v, err := NestedArray(elems...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetKV("nested", v)
+		}},
+		{"empty strings", func(w *Writer) { w.SetKV("strings", Array(make([]string, n))) }},
+		{"empty keys", func(w *Writer) {
+			for i := range n {
+				w.kvs = append(w.kvs, KV{Key: string(rune(i)), Value: Uint8(0)})
+			}
+		}},
+		{"scalar tensors", func(w *Writer) {
+			for i := range n {
+				w.tensors = append(w.tensors, writerTensor{name: string(rune(i + 1)), typ: tensor.F32, dims: nil, data: make([]byte, 4)})
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWriter()
+			tc.build(w)
+			var buf bytes.Buffer
+			if _, err := w.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := Parse("many.gguf", buf.Bytes())
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes allocated for %d bytes (%.1fx)", alloc, buf.Len(), float64(alloc)/float64(buf.Len()))
+			if alloc > 1<<20+32*uint64(buf.Len()) {
+				t.Errorf("%d bytes allocated for a %d-byte file", alloc, buf.Len())
+			}
+		})
+	}
+}

@@ -428,3 +428,26 @@ func TestSplitErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestVersion2(t *testing.T) {
+	w := tinyWriter(t)
+	w.Version = 2
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse("v2.gguf", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || len(f.Tensors) != 5 {
+		t.Errorf("version %d, %d tensors", f.Version, len(f.Tensors))
+	}
+	if out := rewrite(t, "v2.gguf", buf.Bytes()); !bytes.Equal(out, buf.Bytes()) {
+		t.Error("v2 rewrite differs")
+	}
+	w.Version = 1
+	if _, err := w.WriteTo(io.Discard); err == nil {
+		t.Error("wrote version 1")
+	}
+}
