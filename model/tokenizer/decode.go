@@ -21,7 +21,7 @@ func (t *Tokenizer) Piece(id int32, special bool) string {
 }
 
 // Decode returns the concatenated pieces of ids (see Piece). For a valid
-// UTF-8 string s, Decode(Encode(s, false, false), false) == s. An id out
+// UTF-8 string s, Decode(Encode(s, false, false), true) == s. An id out
 // of range is an error.
 func (t *Tokenizer) Decode(ids []int32, special bool) (string, error) {
 	n := 0

@@ -1,6 +1,10 @@
 package tokenizer
 
-import "strings"
+import (
+	"slices"
+	"strings"
+	"sync"
+)
 
 // workspace holds the scratch buffers of one Encode call.
 type workspace struct {
@@ -14,6 +18,7 @@ type workspace struct {
 	queue bigramQueue
 	frags []fragment
 	next  []fragment
+	pairs [1 << 16 / 64]uint64 // byte pairs present in the text being partitioned
 }
 
 // Encode returns the token ids of text. With addSpecial, BOS and EOS are
@@ -57,11 +62,27 @@ func (t *Tokenizer) partition(ws *workspace, text string, parseSpecial bool) []f
 		frags = append(frags, fragment{text: text, id: None})
 	}
 	next := ws.next[:0]
+	// A special token can only occur if its first two bytes do: mark the
+	// byte pairs of text once instead of searching for every token.
+	for i := 0; i+1 < len(text); i++ {
+		k := uint16(text[i])<<8 | uint16(text[i+1])
+		ws.pairs[k/64] |= 1 << (k % 64)
+	}
+	defer func() { // clear exactly the bits set
+		for i := 0; i+1 < len(text); i++ {
+			ws.pairs[(uint16(text[i])<<8|uint16(text[i+1]))/64] = 0
+		}
+	}()
 	for _, id := range t.special {
 		if !parseSpecial && t.types[id] != TypeUserDefined {
 			continue // control and unknown tokens only when parsing specials
 		}
 		tok := t.tokens[id]
+		if len(tok) >= 2 {
+			if k := uint16(tok[0])<<8 | uint16(tok[1]); ws.pairs[k/64]&(1<<(k%64)) == 0 {
+				continue
+			}
+		}
 		if !strings.Contains(text, tok) {
 			continue
 		}
@@ -179,11 +200,48 @@ func (q *bigramQueue) pop() bigram {
 	return top
 }
 
+// wordCache remembers the tokens of recent words: natural text repeats
+// words, and a lookup is much cheaper than merging. It is cleared when it
+// reaches maxCachedWords entries.
+type wordCache struct {
+	mu sync.RWMutex
+	m  map[string][]int32
+}
+
+const (
+	maxCachedWords   = 1 << 16
+	maxCachedWordLen = 64
+)
+
 // encodeWord appends the BPE tokens of one word (raw bytes).
 func (t *Tokenizer) encodeWord(ws *workspace, word []byte, out []int32) []int32 {
 	if len(word) == 0 {
 		return out
 	}
+	if len(word) > maxCachedWordLen {
+		return t.mergeWord(ws, word, out)
+	}
+	c := &t.cache
+	c.mu.RLock()
+	ids, ok := c.m[string(word)]
+	c.mu.RUnlock()
+	if ok {
+		return append(out, ids...)
+	}
+	n := len(out)
+	out = t.mergeWord(ws, word, out)
+	ids = slices.Clone(out[n:])
+	c.mu.Lock()
+	if len(c.m) >= maxCachedWords || c.m == nil {
+		c.m = make(map[string][]int32)
+	}
+	c.m[string(word)] = ids
+	c.mu.Unlock()
+	return out
+}
+
+// mergeWord appends the BPE tokens of one word (raw bytes), merging.
+func (t *Tokenizer) mergeWord(ws *workspace, word []byte, out []int32) []int32 {
 	if t.ignoreMerges {
 		enc := ws.enc[:0]
 		for _, b := range word {

@@ -43,8 +43,9 @@ type Vocab struct {
 	AddBOS, AddEOS bool // add BOS/EOS when encoding with addSpecial
 }
 
-// Tokenizer encodes text to token ids and decodes ids to bytes. It is
-// immutable and safe for concurrent use.
+// Tokenizer encodes text to token ids and decodes ids to bytes. It is safe
+// for concurrent use (its only mutable state is an internal cache of
+// recently encoded words).
 type Tokenizer struct {
 	pre          *preTokenizer
 	preName      string
@@ -68,6 +69,7 @@ type Tokenizer struct {
 	addBOS, addEOS               bool
 
 	scratch sync.Pool // *workspace
+	cache   wordCache
 }
 
 type mergeTo struct {

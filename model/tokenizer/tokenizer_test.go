@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -195,5 +196,111 @@ func TestGLM5MiniCases(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// refRun is the part of a llama.cpp reference run (testdata README §4.3)
+// that concerns the tokenizer.
+type refRun struct {
+	Prompt          []int32  `json:"prompt"`
+	PromptPieces    []string `json:"prompt_pieces"`
+	PromptPiecesHex []string `json:"prompt_pieces_hex"`
+	Greedy          []struct {
+		ID       int32  `json:"id"`
+		PieceHex string `json:"piece_hex"`
+	} `json:"greedy"`
+}
+
+// TestPieces checks token -> bytes against the pieces llama.cpp printed
+// for the golden prompts and greedy continuations (P2 holds byte tokens
+// that are not valid UTF-8 on their own).
+func TestPieces(t *testing.T) {
+	tok := load(t, glm5Mini)
+	for _, p := range []string{"P1", "P2"} {
+		t.Run(p, func(t *testing.T) {
+			var ref refRun
+			if err := json.Unmarshal(readGz(t, "refs/glm5-mini.Q8_0.deq-F32."+p+".json.gz"), &ref); err != nil {
+				t.Fatal(err)
+			}
+			if len(ref.Prompt) == 0 || len(ref.Prompt) != len(ref.PromptPiecesHex) || len(ref.Greedy) == 0 {
+				t.Fatalf("bad ref: %d ids, %d pieces, %d greedy", len(ref.Prompt), len(ref.PromptPiecesHex), len(ref.Greedy))
+			}
+			check := func(id int32, wantHex string) {
+				t.Helper()
+				if got := hex.EncodeToString([]byte(tok.Piece(id, true))); got != wantHex {
+					t.Errorf("Piece(%d) = %s, want %s", id, got, wantHex)
+				}
+			}
+			var all []byte
+			for i, id := range ref.Prompt {
+				check(id, ref.PromptPiecesHex[i])
+				b, _ := hex.DecodeString(ref.PromptPiecesHex[i])
+				all = append(all, b...)
+			}
+			for _, g := range ref.Greedy {
+				check(g.ID, g.PieceHex)
+			}
+			s, err := tok.Decode(ref.Prompt, false)
+			if err != nil || s != string(all) {
+				t.Errorf("Decode(prompt) = %q, %v; want %q", s, err, all)
+			}
+		})
+	}
+}
+
+// TestGoldenPrompt: P1's text tokenizes to the P1 prompt ids.
+func TestGoldenPrompt(t *testing.T) {
+	tok := load(t, glm5Mini)
+	var ref refRun
+	if err := json.Unmarshal(readGz(t, "refs/glm5-mini.Q8_0.deq-F32.P1.json.gz"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(ref.PromptPieces, "")
+	if text != "1 2 3 4 5 6 7 8 9 10" {
+		t.Fatalf("P1 text %q", text)
+	}
+	for _, parse := range []bool{true, false} {
+		if got := tok.Encode(text, true, parse); !slices.Equal(got, ref.Prompt) {
+			t.Errorf("Encode(%q, parseSpecial=%v) = %v, want %v", text, parse, got, ref.Prompt)
+		}
+	}
+}
+
+func TestSpecialIDs(t *testing.T) {
+	tok := load(t, glm5Mini)
+	// testdata README §6.1.
+	for _, c := range []struct {
+		name      string
+		got, want int32
+	}{
+		{"BOS", tok.BOS(), 958}, {"EOS", tok.EOS(), 956}, {"EOT", tok.EOT(), 963},
+		{"EOM", tok.EOM(), 965}, {"UNK", tok.UNK(), 956}, {"PAD", tok.PAD(), 956},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if got, want := tok.EOGs(), []int32{956, 963, 965}; !slices.Equal(got, want) {
+		t.Errorf("EOGs = %v, want %v", got, want)
+	}
+	if tok.NumTokens() != 1024 || tok.Pre() != "glm4" || tok.AddBOS() || tok.AddEOS() {
+		t.Errorf("NumTokens %d, Pre %q, AddBOS %v, AddEOS %v", tok.NumTokens(), tok.Pre(), tok.AddBOS(), tok.AddEOS())
+	}
+	if id, ok := tok.ID("<think>"); !ok || id != 966 || tok.Type(id) != TypeControl || tok.Text(id) != "<think>" {
+		t.Errorf("<think>: id %d %v, type %d, text %q", id, ok, tok.Type(id), tok.Text(id))
+	}
+	if tok.Type(977) != TypeUnused || tok.Piece(977, true) != "" {
+		t.Errorf("[PAD977]: type %d, piece %q", tok.Type(977), tok.Piece(977, true))
+	}
+	if tok.Piece(966, false) != "" || tok.Piece(966, true) != "<think>" {
+		t.Errorf("control piece: %q without specials, %q with", tok.Piece(966, false), tok.Piece(966, true))
+	}
+	for _, id := range []int32{-1, 1024} {
+		if tok.Piece(id, true) != "" || tok.Text(id) != "" || tok.Type(id) != TypeUndefined {
+			t.Errorf("id %d out of range: piece %q text %q type %d", id, tok.Piece(id, true), tok.Text(id), tok.Type(id))
+		}
+		if _, err := tok.Decode([]int32{1, id}, true); err == nil {
+			t.Errorf("Decode with id %d: no error", id)
+		}
 	}
 }

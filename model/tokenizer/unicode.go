@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -48,10 +49,23 @@ func classifySlow(r rune) class {
 	return c
 }
 
+// bmpClass holds the classes of the Basic Multilingual Plane, built on
+// first use (64 KiB).
+var bmpClass = sync.OnceValue(func() *[0x10000]class {
+	t := new([0x10000]class)
+	for r := range rune(0x10000) {
+		t[r] = classifySlow(r)
+	}
+	return t
+})
+
 // classify returns the classes of codepoint r.
 func classify(r rune) class {
-	if r >= 0 && r < 128 {
+	switch {
+	case r >= 0 && r < 128:
 		return asciiClass[r]
+	case r >= 0 && r < 0x10000:
+		return bmpClass()[r]
 	}
 	return classifySlow(r)
 }
