@@ -87,7 +87,7 @@ func TestDequantizeGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := modelPath(t, name)
 			if path == "" {
-				t.Skipf("no GGUF file for %s in testdata", name)
+				t.Fatalf("no GGUF file for %s in testdata", name)
 			}
 			subset := strings.HasSuffix(path, ".subset.gguf")
 			ref := readDequantRef(t, refPath)
