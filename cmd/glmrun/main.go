@@ -27,11 +27,13 @@ type command struct {
 
 // commands lists every sub-command; each lives in its own file.
 var commands = map[string]command{
-	"logits":  {"print a token sequence's logits as JSON (prefill or decode path)", runLogits},
-	"inspect": {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
-	"tensor":  {"write one tensor, dequantized to float32, as a .npy file", runTensor},
-	"dump":    {"run tokens through a model and write its hidden states (.npy + index.json)", runDump},
-	"diff":    {"compare two hidden-state dumps (glmrun or llama.cpp) and name the first divergent tensor", runDiff},
+	"logits":     {"print a token sequence's logits as JSON (prefill or decode path)", runLogits},
+	"inspect":    {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
+	"tensor":     {"write one tensor, dequantized to float32, as a .npy file", runTensor},
+	"dump":       {"run tokens through a model and write its hidden states (.npy + index.json)", runDump},
+	"diff":       {"compare two hidden-state dumps (glmrun or llama.cpp) and name the first divergent tensor", runDiff},
+	"tokenize":   {"print the token ids of a text (special tokens parsed, as llama-tokenize)", runTokenize},
+	"detokenize": {"print the text of token ids", runDetokenize},
 }
 
 // errUsage marks an error caused by bad flags or arguments (exit status 2).
