@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
 
 func TestGGUFToHF(t *testing.T) {
@@ -182,13 +183,15 @@ func TestNamesUnknown(t *testing.T) {
 // TestNamesRoundTripModels maps every tensor of every test model to its HF
 // name and back.
 func TestNamesRoundTripModels(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("..", "testdata", "models", "*.gguf"))
+	paths, err := filepath.Glob(filepath.Join(testmodels.Dir(t), "*.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 {
-		t.Fatal("no models in ../testdata/models")
+		t.Fatal("no models in testdata/models")
 	}
+	// The derived models: the nextn one has the MTP tensors.
+	paths = append(paths, testmodels.Path(t, "glm5-mini-nextn.Q8_0"), testmodels.Path(t, "glm5-mini-sparse.Q8_0"))
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			f, err := gguf.Open(path)
@@ -201,6 +204,7 @@ func TestNamesRoundTripModels(t *testing.T) {
 				t.Fatal("no tensors")
 			}
 			seen := map[string]string{}
+			nextn := 0
 			for _, ti := range f.Tensors {
 				h, err := GGUFToHF(arch, ti.Name)
 				if err != nil {
@@ -218,6 +222,12 @@ func TestNamesRoundTripModels(t *testing.T) {
 					t.Errorf("%s and %s both map to %s", prev, ti.Name, h)
 				}
 				seen[h.String()] = ti.Name
+				if strings.Contains(ti.Name, ".nextn.") {
+					nextn++
+				}
+			}
+			if strings.Contains(path, "nextn.Q8_0") && nextn != 6 {
+				t.Errorf("%d nextn tensors, want 6", nextn)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -250,6 +251,35 @@ func TestInspectJSON(t *testing.T) {
 		for _, c := range checks {
 			if got := jsonPath(m, c.path...); got != c.want {
 				t.Errorf("%s = %v, want %v", strings.Join(c.path, "."), got, c.want)
+			}
+		}
+	})
+	t.Run("nextn", func(t *testing.T) {
+		path := testmodels.Path(t, "glm5-mini-nextn.Q8_0")
+		m := inspectJSON(t, path)
+		checks := []struct {
+			path []string
+			want any
+		}{
+			{[]string{"hparams", "block_count"}, 4.0},
+			{[]string{"hparams", "nextn_predict_layers"}, 1.0},
+			{[]string{"derived", "nextn_layers"}, 1.0},
+			{[]string{"derived", "trunk_layers"}, 3.0},
+			{[]string{"derived", "moe_layers"}, 2.0},
+		}
+		for _, c := range checks {
+			if got := jsonPath(m, c.path...); got != c.want {
+				t.Errorf("%s = %v, want %v", strings.Join(c.path, "."), got, c.want)
+			}
+		}
+		code, out, errs := runCmd(t, "inspect", path)
+		for _, w := range []string{
+			`(?m)^  layers: +4 \(1 leading dense, 2 MoE, 1 nextn/MTP\)$`,
+			`(?m)^  blk\.3\.nextn\.shared_head_head\.weight +model\.layers\.3\.shared_head\.head\.weight +\[256, 1024\] +Q8_0 +278528$`,
+			`(?m)^  blk\.3\.nextn\.eh_proj\.weight +model\.layers\.3\.eh_proj\.weight +\[512, 256\] +Q8_0`,
+		} {
+			if code != 0 || !regexp.MustCompile(w).MatchString(out) {
+				t.Errorf("exit %d (%s); no match for %s in:\n%s", code, errs, w, out)
 			}
 		}
 	})
