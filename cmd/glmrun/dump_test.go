@@ -136,7 +136,8 @@ func TestDumpMatchesLlamaCPP(t *testing.T) {
 
 // TestDumpSparse dumps the sparse-DSA variant (top_k 8) on P2 (40 tokens)
 // and diffs it against llama.cpp: the selected key sets (blk.N.top_k,
-// genuinely sparse beyond position 7) and the hidden states must agree.
+// genuinely sparse beyond position 7) and the hidden states must agree,
+// and the key sets must differ from the dense model's where they should.
 func TestDumpSparse(t *testing.T) {
 	path := testmodels.Path(t, "glm5-mini-sparse.Q8_0")
 	var ref struct {
@@ -149,23 +150,22 @@ func TestDumpSparse(t *testing.T) {
 	for i, id := range ref.Prompt {
 		ids[i] = strconv.Itoa(id)
 	}
-	refs := filepath.Join(hiddenRefs, "glm5-mini-sparse.Q8_0.deq-F32.P2")
-	for _, decode := range []bool{false, true} {
-		dir := filepath.Join(t.TempDir(), "dump")
-		args := []string{"dump", "-m", path, "--tokens", strings.Join(ids, ","), "-o", dir}
-		against := refs
-		if decode {
-			args = append(args, "--decode")
-			against += ".seq"
-		}
-		runCode(t, 0, args...)
-		out := runCode(t, 0, "diff", "--atol", "1e-3", "--rtol", "0", dir, against)
-		if !strings.HasPrefix(lastLine(out), "no divergence") {
-			t.Errorf("decode %v: %s", decode, lastLine(out))
-		}
-		if !decode && !strings.Contains(out, "blk.2.top_k") {
-			t.Errorf("the DSA key sets were not compared:\n%s", out)
-		}
+	// The prefill path only: decode of the sparse model is the model
+	// package's to test; here the point is the comparison of key sets.
+	dir := filepath.Join(t.TempDir(), "dump")
+	runCode(t, 0, "dump", "-m", path, "--tokens", strings.Join(ids, ","), "-o", dir)
+	out := runCode(t, 0, "diff", "--atol", "1e-3", "--rtol", "0", dir, filepath.Join(hiddenRefs, "glm5-mini-sparse.Q8_0.deq-F32.P2"))
+	if !strings.HasPrefix(lastLine(out), "no divergence") {
+		t.Errorf("%s", lastLine(out))
+	}
+	if !strings.Contains(out, "blk.2.top_k") {
+		t.Errorf("the DSA key sets were not compared:\n%s", out)
+	}
+	// Against the dense model's reference the key sets differ exactly at
+	// the positions that see more than top_k = 8 keys: 8..39.
+	out = runCode(t, 1, "diff", dir, filepath.Join(hiddenRefs, "glm5-mini.Q8_0.deq-F32.P2"))
+	if !strings.Contains(out, "DIVERGES (32 rows differ as sets)") {
+		t.Errorf("sparse vs dense key sets:\n%s", out)
 	}
 }
 
