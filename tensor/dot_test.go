@@ -199,7 +199,7 @@ func dotLengths(t Type) []int {
 		return []int{1, 2, 7, 8, 9, 31, 32, 33, 63, 100, 256, 6144}
 	}
 	if bs == 32 {
-		return []int{1, 2, 3, 24, 6144 / bs}
+		return []int{1, 2, 3, 11, 24, 6144 / bs}
 	}
 	return []int{1, 2, 3, 24}
 }

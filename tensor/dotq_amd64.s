@@ -5,13 +5,17 @@
 
 // AVX2 dot products of 32-element blocks (Q8_0, Q4_0, Q5_0, IQ4_NL weights)
 // with Q8_0 activations. Each block's weights are decoded to 32 signed bytes
-// in Y2, multiplied exactly with the activation bytes (|w| · sign(a, w) with
-// VPMADDUBSW, then VPMADDWD against ones: eight int32 lane sums), and the
-// lanes are scaled by the block's dx·dy and accumulated with FMA. Activations
-// must lie in [-127, 127], as Q8_0 quantization produces.
+// (Y2) and multiplied exactly with the activation bytes (|w| · sign(a, w)
+// with VPMADDUBSW, then VPMADDWD against ones: eight int32 lane sums). Eight
+// blocks at a time, the lane sums are reduced to one integer per block with
+// a transposing VPHADDD tree and the scales dx, dy of the eight blocks are
+// gathered and converted together, so every block's term sumi·dx·dy is
+// formed exactly as the pure-Go twin forms it; only the order in which the
+// terms are added differs. The nb%8 leading blocks take a one-block path.
+// Activations must lie in [-127, 127], as Q8_0 quantization produces.
 //
-// Registers: SI weights, DI activations, CX blocks left, Y0/Y1 accumulators,
-// Y2-Y6 scratch, Y9-Y15 constants.
+// Registers: SI weights, DI activations, CX blocks, Y0 accumulator, Y1-Y3
+// scratch, Y4-Y11 the eight blocks' lane sums, Y12-Y15 constants.
 
 // The nibble table of IQ4_NL, in both 128-bit lanes.
 DATA dotIQ4NLTable<>+0(SB)/8, $0xF6EADDCFBFAD9881
@@ -34,27 +38,6 @@ DATA dotBitMask<>+16(SB)/8, $0x8040201008040201
 DATA dotBitMask<>+24(SB)/8, $0x8040201008040201
 GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 
-// SDOT multiplies the signed weight bytes in Y2 with the 32 activation bytes
-// at amem, scales the eight int32 lane sums by f16(xd)·f16(yd) and adds them
-// to acc. Clobbers Y2-Y5, AX, DX.
-#define SDOT(amem, xd, yd, acc) \
-	VMOVDQU amem, Y3; \
-	VPSIGNB Y2, Y3, Y3; \
-	VPABSB Y2, Y2; \
-	VPMADDUBSW Y3, Y2, Y2; \
-	VPMADDWD Y15, Y2, Y2; \
-	VCVTDQ2PS Y2, Y2; \
-	MOVWLZX xd, AX; \
-	MOVWLZX yd, DX; \
-	SHLL $16, DX; \
-	ORL DX, AX; \
-	VMOVD AX, X4; \
-	VCVTPH2PS X4, X4; \
-	VMOVSHDUP X4, X5; \
-	VMULSS X5, X4, X4; \
-	VBROADCASTSS X4, Y4; \
-	VFMADD231PS Y4, Y2, acc
-
 // NIBBLES loads 16 bytes at mem and leaves their low nibbles in the low lane
 // of Y2 and their high nibbles in the high lane (element order of Q4_0).
 #define NIBBLES(mem) \
@@ -63,154 +46,216 @@ GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 	VINSERTI128 $1, X3, Y2, Y2; \
 	VPAND Y14, Y2, Y2
 
-// Q8_0 weights: the bytes themselves.
+// Weight decoders: the signed weights of the block at SI+off into Y2.
+
+// Q8_0: the bytes themselves.
 #define Q80W(off) VMOVDQU off+2(SI), Y2
 
-// Q4_0 weights: nibble − 8.
+// Q4_0: nibble − 8.
 #define Q40W(off) \
 	NIBBLES(off+2(SI)); \
 	VPSUBB Y13, Y2, Y2
 
-// IQ4_NL weights: table[nibble].
+// IQ4_NL: table[nibble].
 #define IQNLW(off) \
 	NIBBLES(off+2(SI)); \
 	VPSHUFB Y2, Y12, Y2
 
-// Q5_0 weights: (nibble | bit j of qh << 4) − 16, computed as
-// nibble | (0xF0 where the bit is clear).
+// Q5_0: (nibble | bit j of qh << 4) − 16, computed as nibble | (0xF0 where
+// the bit is clear).
 #define Q50W(off) \
 	NIBBLES(off+6(SI)); \
-	VPBROADCASTD off+2(SI), Y6; \
-	VPSHUFB Y11, Y6, Y6; \
-	VPAND Y10, Y6, Y6; \
-	VPCMPEQB Y10, Y6, Y6; \
-	VPANDN Y9, Y6, Y6; \
-	VPOR Y6, Y2, Y2
+	VPBROADCASTD off+2(SI), Y1; \
+	VPSHUFB dotBitSpread<>(SB), Y1, Y1; \
+	VPAND dotBitMask<>(SB), Y1, Y1; \
+	VPCMPEQB dotBitMask<>(SB), Y1, Y1; \
+	VPANDN Y13, Y1, Y1; \
+	VPOR Y1, Y2, Y2
 
+// LANES leaves in V the eight int32 lane sums of the weights decoded by
+// W(xoff) times the activations of the Q8_0 block at DI+yoff.
+#define LANES(W, xoff, yoff, V) \
+	W(xoff); \
+	VMOVDQU yoff+2(DI), Y3; \
+	VPSIGNB Y2, Y3, Y3; \
+	VPABSB Y2, Y2; \
+	VPMADDUBSW Y3, Y2, Y2; \
+	VPMADDWD Y15, Y2, V
+
+// REDUCE8 turns the lane sums of eight blocks in Y4-Y11 into the eight
+// block sums in Y4. Clobbers Y5, Y6.
+#define REDUCE8 \
+	VPHADDD    Y5, Y4, Y4; \
+	VPHADDD    Y7, Y6, Y6; \
+	VPHADDD    Y9, Y8, Y8; \
+	VPHADDD    Y11, Y10, Y10; \
+	VPHADDD    Y6, Y4, Y4; \
+	VPHADDD    Y10, Y8, Y8; \
+	VPERM2I128 $0x20, Y8, Y4, Y5; \
+	VPERM2I128 $0x31, Y8, Y4, Y6; \
+	VPADDD     Y6, Y5, Y4
+
+// GATHER16 collects the f16 scales at offset 0 of eight blocks of size s
+// from base into X.
+#define GATHER16(base, s, X) \
+	MOVWLZX 0(base), AX; \
+	VMOVD   AX, X; \
+	VPINSRW $1, (1*s)(base), X, X; \
+	VPINSRW $2, (2*s)(base), X, X; \
+	VPINSRW $3, (3*s)(base), X, X; \
+	VPINSRW $4, (4*s)(base), X, X; \
+	VPINSRW $5, (5*s)(base), X, X; \
+	VPINSRW $6, (6*s)(base), X, X; \
+	VPINSRW $7, (7*s)(base), X, X
+
+// Block terms from the integer block sums S and the scales DX, DY (floats):
+// SDD forms sumi·(dx·dy) (Q8_0, Q5_0, IQ4_NL), SDXDY (sumi·dx)·dy (Q4_0).
+#define SDD(DX, DY, S) \
+	VMULPS    DY, DX, DX; \
+	VCVTDQ2PS S, S; \
+	VMULPS    DX, S, S
+
+#define SDXDY(DX, DY, S) \
+	VCVTDQ2PS S, S; \
+	VMULPS    DX, S, S; \
+	VMULPS    DY, S, S
+
+// PROLOGUE loads the arguments: BX = nb%8 single blocks, CX = nb/8 steps.
 #define PROLOGUE \
-	MOVQ x+0(FP), SI; \
-	MOVQ y+8(FP), DI; \
-	MOVQ nb+16(FP), CX; \
+	MOVQ   x+0(FP), SI; \
+	MOVQ   y+8(FP), DI; \
+	MOVQ   nb+16(FP), CX; \
 	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	ONES16(Y15)
+	ONES16(Y15); \
+	MOVQ   CX, BX; \
+	ANDQ   $7, BX; \
+	SHRQ   $3, CX
+
+// ONE adds the term of the block at SI, DI to X0 (upper half of Y0 still
+// zero) and advances to the next block.
+#define ONE(W, xs, TERM) \
+	LANES(W, 0, 0, Y4); \
+	VEXTRACTI128 $1, Y4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0x4E, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0xB1, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	MOVWLZX      0(SI), AX; \
+	VMOVD        AX, X2; \
+	MOVWLZX      0(DI), AX; \
+	VMOVD        AX, X3; \
+	VCVTPH2PS    X2, X2; \
+	VCVTPH2PS    X3, X3; \
+	TERM(X2, X3, X4); \
+	VADDSS       X4, X0, X0; \
+	ADDQ         $xs, SI; \
+	ADDQ         $34, DI
+
+// EIGHT adds the terms of the eight blocks at SI, DI to Y0 and advances.
+#define EIGHT(W, xs, TERM) \
+	LANES(W, 0*xs, 0*34, Y4); \
+	LANES(W, 1*xs, 1*34, Y5); \
+	LANES(W, 2*xs, 2*34, Y6); \
+	LANES(W, 3*xs, 3*34, Y7); \
+	LANES(W, 4*xs, 4*34, Y8); \
+	LANES(W, 5*xs, 5*34, Y9); \
+	LANES(W, 6*xs, 6*34, Y10); \
+	LANES(W, 7*xs, 7*34, Y11); \
+	REDUCE8; \
+	GATHER16(SI, xs, X2); \
+	GATHER16(DI, 34, X3); \
+	VCVTPH2PS X2, Y2; \
+	VCVTPH2PS X3, Y3; \
+	TERM(Y2, Y3, Y4); \
+	VADDPS    Y4, Y0, Y0; \
+	ADDQ      $(8*xs), SI; \
+	ADDQ      $(8*34), DI
+
+#define EPILOGUE \
+	HSUM(Y0, X0, X1); \
+	VMOVSS X0, ret+24(FP); \
+	VZEROUPPER; \
+	RET
 
 // func dotQ80Q80AVX2(x, y *byte, nb int) float32
 TEXT ·dotQ80Q80AVX2(SB), NOSPLIT, $0-28
 	PROLOGUE
-q80loop:
-	CMPQ CX, $2
-	JLT  q80tail
-	Q80W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-	Q80W(34)
-	SDOT(36(DI), 34(SI), 34(DI), Y1)
-	ADDQ $(68), SI
-	ADDQ $68, DI
-	SUBQ $2, CX
-	JMP  q80loop
-
-q80tail:
+	TESTQ BX, BX
+	JZ    q80eight
+q80one:
+	ONE(Q80W, 34, SDD)
+	DECQ  BX
+	JNZ   q80one
+q80eight:
 	TESTQ CX, CX
 	JZ    q80done
-	Q80W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-
+q80loop:
+	EIGHT(Q80W, 34, SDD)
+	DECQ  CX
+	JNZ   q80loop
 q80done:
-	VADDPS Y1, Y0, Y0
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	EPILOGUE
 
 // func dotQ40Q80AVX2(x, y *byte, nb int) float32
 TEXT ·dotQ40Q80AVX2(SB), NOSPLIT, $0-28
 	PROLOGUE
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	BCAST8($0x08080808, X13, Y13)
-q40loop:
-	CMPQ CX, $2
-	JLT  q40tail
-	Q40W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-	Q40W(18)
-	SDOT(36(DI), 18(SI), 34(DI), Y1)
-	ADDQ $(36), SI
-	ADDQ $68, DI
-	SUBQ $2, CX
-	JMP  q40loop
-
-q40tail:
+	TESTQ BX, BX
+	JZ    q40eight
+q40one:
+	ONE(Q40W, 18, SDXDY)
+	DECQ  BX
+	JNZ   q40one
+q40eight:
 	TESTQ CX, CX
 	JZ    q40done
-	Q40W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-
+q40loop:
+	EIGHT(Q40W, 18, SDXDY)
+	DECQ  CX
+	JNZ   q40loop
 q40done:
-	VADDPS Y1, Y0, Y0
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	EPILOGUE
 
 // func dotIQ4NLQ80AVX2(x, y *byte, nb int) float32
 TEXT ·dotIQ4NLQ80AVX2(SB), NOSPLIT, $0-28
 	PROLOGUE
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	VMOVDQU dotIQ4NLTable<>(SB), Y12
-iqnlloop:
-	CMPQ CX, $2
-	JLT  iqnltail
-	IQNLW(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-	IQNLW(18)
-	SDOT(36(DI), 18(SI), 34(DI), Y1)
-	ADDQ $(36), SI
-	ADDQ $68, DI
-	SUBQ $2, CX
-	JMP  iqnlloop
-
-iqnltail:
+	TESTQ BX, BX
+	JZ    iqnleight
+iqnlone:
+	ONE(IQNLW, 18, SDD)
+	DECQ  BX
+	JNZ   iqnlone
+iqnleight:
 	TESTQ CX, CX
 	JZ    iqnldone
-	IQNLW(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-
+iqnlloop:
+	EIGHT(IQNLW, 18, SDD)
+	DECQ  CX
+	JNZ   iqnlloop
 iqnldone:
-	VADDPS Y1, Y0, Y0
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	EPILOGUE
 
 // func dotQ50Q80AVX2(x, y *byte, nb int) float32
 TEXT ·dotQ50Q80AVX2(SB), NOSPLIT, $0-28
 	PROLOGUE
 	BCAST8($0x0F0F0F0F, X14, Y14)
-	BCAST8($0xF0F0F0F0, X9, Y9)
-	VMOVDQU dotBitSpread<>(SB), Y11
-	VMOVDQU dotBitMask<>(SB), Y10
-q50loop:
-	CMPQ CX, $2
-	JLT  q50tail
-	Q50W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-	Q50W(22)
-	SDOT(36(DI), 22(SI), 34(DI), Y1)
-	ADDQ $(44), SI
-	ADDQ $68, DI
-	SUBQ $2, CX
-	JMP  q50loop
-
-q50tail:
+	BCAST8($0xF0F0F0F0, X13, Y13)
+	TESTQ BX, BX
+	JZ    q50eight
+q50one:
+	ONE(Q50W, 22, SDD)
+	DECQ  BX
+	JNZ   q50one
+q50eight:
 	TESTQ CX, CX
 	JZ    q50done
-	Q50W(0)
-	SDOT(2(DI), 0(SI), 0(DI), Y0)
-
+q50loop:
+	EIGHT(Q50W, 22, SDD)
+	DECQ  CX
+	JNZ   q50loop
 q50done:
-	VADDPS Y1, Y0, Y0
-	HSUM(Y0, X0, X1)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
+	EPILOGUE
