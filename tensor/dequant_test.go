@@ -17,7 +17,8 @@ var unsupported = []Type{IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M, T
 
 // refElem computes element k of one block b of type t straight from the
 // per-element formulas of FORMATS.md section 3, rounding each product to
-// float32 in ggml's order. It is the slow twin the kernels are checked
+// float32 in ggml's order (explicit conversions keep the compiler from
+// fusing a product into the following addition). It is the slow twin the kernels are checked
 // against on random blocks.
 func refElem(t Type, b []byte, k int) float32 {
 	le := binary.LittleEndian
@@ -48,8 +49,7 @@ func refElem(t Type, b []byte, k int) float32 {
 	case Q4_0:
 		return float32(nib(b[2:], k)-8) * h(0)
 	case Q4_1:
-		p := float32(nib(b[4:], k)) * h(0)
-		return p + h(2)
+		return float32(float32(nib(b[4:], k))*h(0)) + h(2)
 	case Q5_0, Q5_1:
 		off := 2
 		if t == Q5_1 {
@@ -60,8 +60,7 @@ func refElem(t Type, b []byte, k int) float32 {
 		if t == Q5_0 {
 			return float32(q-16) * h(0)
 		}
-		p := float32(q) * h(0)
-		return p + h(2)
+		return float32(float32(q)*h(0)) + h(2)
 	case Q8_0:
 		return float32(int8(b[2+k])) * h(0)
 	case Q8_1:
@@ -94,8 +93,7 @@ func refElem(t Type, b []byte, k int) float32 {
 		}
 		ds := h(0) * float32(sc)
 		dm := h(2) * float32(m)
-		p := ds * float32(q)
-		return p - dm
+		return float32(ds*float32(q)) - dm
 	case Q6_K:
 		hh, r := k/128, k%128
 		quarter, l := r/32, r%32
@@ -121,8 +119,7 @@ func refElem(t Type, b []byte, k int) float32 {
 		q := int(b[16+32*hh+l] >> (2 * p) & 3)
 		dl := h(80) * float32(b[i]&15)
 		ml := h(82) * float32(b[i]>>4)
-		v := dl * float32(q)
-		return v - ml
+		return float32(dl*float32(q)) - ml
 	case Q3_K:
 		hh, r := k/128, k%128
 		p, l := r/32, r%32

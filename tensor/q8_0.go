@@ -58,7 +58,9 @@ func quantQ8_0(src []float32, dst []byte) {
 		binary.LittleEndian.PutUint16(b[0:], F32ToF16(d))
 		qs := (*[32]byte)(b[2:])
 		for j, v := range x {
-			qs[j] = byte(int8(roundAway(v * id)))
+			// The conversion keeps the product rounded, as in ggml, where the
+			// compiler could otherwise fuse it into roundAway's subtraction.
+			qs[j] = byte(int8(roundAway(float32(v * id))))
 		}
 	}
 }

@@ -43,7 +43,7 @@ func quantQ8K(src []float32, dst []byte) {
 		}
 		iscale := -127 / vmax
 		for j, v := range x {
-			qs[j] = byte(int8(min(127, nearestInt(iscale*v))))
+			qs[j] = byte(int8(min(127, nearestInt(float32(iscale*v)))))
 		}
 		for j := range 16 {
 			var sum int16
