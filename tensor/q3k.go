@@ -28,17 +28,15 @@ func dequantQ3K(src []byte, dst []float32) {
 			qs := (*[32]byte)(b[32+32*h:])
 			for p := range 4 {
 				shift := 2 * p
-				bit := byte(1) << (4*h + p)
+				hb := 4*h + p // bit of hmask
 				for half := range 2 {
 					dl := d * float32(scales[8*h+2*p+half])
 					out := (*[16]float32)(y[128*h+32*p+16*half:])
 					q := (*[16]byte)(qs[16*half:])
 					hm := (*[16]byte)(hmask[16*half:])
 					for l := range 16 {
-						v := int(q[l] >> shift & 3)
-						if hm[l]&bit == 0 {
-							v -= 4
-						}
+						// Subtract 4 where the hmask bit is clear, without a branch.
+						v := int(q[l]>>shift&3) - int(^hm[l]>>hb&1)<<2
 						out[l] = dl * float32(v)
 					}
 				}
