@@ -12,5 +12,6 @@
 //
 // The block layouts are described in the design note FORMATS.md, section 3.
 // Conversions work on whole rows, never allocate and never start goroutines;
-// threading belongs to the caller. This package is pure Go.
+// threading belongs to the caller. They are pure Go; the quantized dot
+// products (DotRow and friends, dot.go) add assembly twins on amd64.
 package tensor
