@@ -42,6 +42,18 @@ func dotQ6KQ8KAVX2(x, y *byte, nb int) float32
 func dotIQ4XSQ8KAVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ80Q80AVX512(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ40Q80AVX512(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ50Q80AVX512(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ4NLQ80AVX512(x, y *byte, nb int) float32
+
+//go:noescape
 func dotQ4KQ8KAVX512(x, y *byte, nb int) float32
 
 //go:noescape
@@ -76,10 +88,10 @@ var dotKernels = map[Type]struct {
 	avx2    dotAsmKernel
 	avx512  dotAsmKernel
 }{
-	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2, nil},
-	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2, nil},
-	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2, nil},
-	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, nil},
+	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2, dotQ80Q80AVX512},
+	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2, dotQ40Q80AVX512},
+	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2, dotQ50Q80AVX512},
+	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
 	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
 	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
 	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
@@ -107,6 +119,9 @@ func dotImpls(t Type) []dotImpl {
 }
 
 func dotQ80Q80(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotQ80Q80AVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotQ80Q80AVX2(&x[0], &y[0], nb)
 	}
@@ -114,6 +129,9 @@ func dotQ80Q80(x, y []byte, nb int) float32 {
 }
 
 func dotQ40Q80(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotQ40Q80AVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotQ40Q80AVX2(&x[0], &y[0], nb)
 	}
@@ -121,6 +139,9 @@ func dotQ40Q80(x, y []byte, nb int) float32 {
 }
 
 func dotQ50Q80(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotQ50Q80AVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotQ50Q80AVX2(&x[0], &y[0], nb)
 	}
@@ -128,6 +149,9 @@ func dotQ50Q80(x, y []byte, nb int) float32 {
 }
 
 func dotIQ4NLQ80(x, y []byte, nb int) float32 {
+	if dotAVX512 && nb > 0 {
+		return dotIQ4NLQ80AVX512(&x[0], &y[0], nb)
+	}
 	if dotAVX2 && nb > 0 {
 		return dotIQ4NLQ80AVX2(&x[0], &y[0], nb)
 	}

@@ -44,6 +44,15 @@ var dotFills = []dotFill{
 	{name: "maxneg", unit: true, quant: constByte(0xFF), sub: constByte(0x7F), act: constAct(-127), float: constFloat(-3.5)},
 	{name: "min", unit: true, quant: constByte(0x00), sub: constByte(0x80), act: constAct(-127), float: constFloat(1e-3)},
 	{name: "zeroscale", scale: constFloat(0), quant: randByte, sub: randByte, act: randAct, float: constFloat(0)},
+	{name: "extreme", unit: true, quant: func(r *rand.Rand) byte {
+		return []byte{0x00, 0x0F, 0x7F, 0x80, 0xF0, 0xFF}[r.IntN(6)]
+	}, sub: func(r *rand.Rand) byte {
+		return []byte{0x00, 0x3F, 0x7F, 0x80, 0xC0, 0xFF}[r.IntN(6)]
+	}, act: func(r *rand.Rand) int8 {
+		return []int8{-127, 127}[r.IntN(2)]
+	}, float: func(r *rand.Rand) float32 {
+		return []float32{-65504, 65504, 0, 6e-8, -1}[r.IntN(5)]
+	}},
 	{name: "mixed", scale: randScale, quant: randByte, sub: constByte(0xFF), act: func(r *rand.Rand) int8 {
 		return []int8{-127, 127, 0, 1, -1}[r.IntN(5)]
 	}, float: randFloat},

@@ -82,6 +82,16 @@ GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW Y3, Y2, Y2; \
 	VPMADDWD Y15, Y2, V
 
+// LANESVNNI is LANES with AVX-512 VNNI: VPDPBUSD (EVEX on Y registers)
+// replaces VPMADDUBSW and VPMADDWD.
+#define LANESVNNI(W, xoff, yoff, V) \
+	W(xoff); \
+	VMOVDQU yoff+2(DI), Y3; \
+	VPSIGNB Y2, Y3, Y3; \
+	VPABSB Y2, Y2; \
+	VPXOR V, V, V; \
+	VPDPBUSD Y3, Y2, V
+
 // REDUCE8 turns the lane sums of eight blocks in Y4-Y11 into the eight
 // block sums in Y4. Clobbers Y5, Y6.
 #define REDUCE8 \
@@ -152,16 +162,17 @@ GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 	ADDQ         $xs, SI; \
 	ADDQ         $34, DI
 
-// EIGHT adds the terms of the eight blocks at SI, DI to Y0 and advances.
-#define EIGHT(W, xs, TERM) \
-	LANES(W, 0*xs, 0*34, Y4); \
-	LANES(W, 1*xs, 1*34, Y5); \
-	LANES(W, 2*xs, 2*34, Y6); \
-	LANES(W, 3*xs, 3*34, Y7); \
-	LANES(W, 4*xs, 4*34, Y8); \
-	LANES(W, 5*xs, 5*34, Y9); \
-	LANES(W, 6*xs, 6*34, Y10); \
-	LANES(W, 7*xs, 7*34, Y11); \
+// EIGHT adds the terms of the eight blocks at SI, DI to Y0 and advances;
+// L is LANES or LANESVNNI.
+#define EIGHT(L, W, xs, TERM) \
+	L(W, 0*xs, 0*34, Y4); \
+	L(W, 1*xs, 1*34, Y5); \
+	L(W, 2*xs, 2*34, Y6); \
+	L(W, 3*xs, 3*34, Y7); \
+	L(W, 4*xs, 4*34, Y8); \
+	L(W, 5*xs, 5*34, Y9); \
+	L(W, 6*xs, 6*34, Y10); \
+	L(W, 7*xs, 7*34, Y11); \
 	REDUCE8; \
 	GATHER16(SI, xs, X2); \
 	GATHER16(DI, 34, X3); \
@@ -191,7 +202,7 @@ q80eight:
 	TESTQ CX, CX
 	JZ    q80done
 q80loop:
-	EIGHT(Q80W, 34, SDD)
+	EIGHT(LANES, Q80W, 34, SDD)
 	DECQ  CX
 	JNZ   q80loop
 q80done:
@@ -212,7 +223,7 @@ q40eight:
 	TESTQ CX, CX
 	JZ    q40done
 q40loop:
-	EIGHT(Q40W, 18, SDXDY)
+	EIGHT(LANES, Q40W, 18, SDXDY)
 	DECQ  CX
 	JNZ   q40loop
 q40done:
@@ -233,7 +244,7 @@ iqnleight:
 	TESTQ CX, CX
 	JZ    iqnldone
 iqnlloop:
-	EIGHT(IQNLW, 18, SDD)
+	EIGHT(LANES, IQNLW, 18, SDD)
 	DECQ  CX
 	JNZ   iqnlloop
 iqnldone:
@@ -254,8 +265,90 @@ q50eight:
 	TESTQ CX, CX
 	JZ    q50done
 q50loop:
-	EIGHT(Q50W, 22, SDD)
+	EIGHT(LANES, Q50W, 22, SDD)
 	DECQ  CX
 	JNZ   q50loop
 q50done:
+	EPILOGUE
+
+// func dotQ80Q80AVX512(x, y *byte, nb int) float32
+TEXT ·dotQ80Q80AVX512(SB), NOSPLIT, $0-28
+	PROLOGUE
+	TESTQ BX, BX
+	JZ    q80veight
+q80vone:
+	ONE(Q80W, 34, SDD)
+	DECQ  BX
+	JNZ   q80vone
+q80veight:
+	TESTQ CX, CX
+	JZ    q80vdone
+q80vloop:
+	EIGHT(LANESVNNI, Q80W, 34, SDD)
+	DECQ  CX
+	JNZ   q80vloop
+q80vdone:
+	EPILOGUE
+
+// func dotQ40Q80AVX512(x, y *byte, nb int) float32
+TEXT ·dotQ40Q80AVX512(SB), NOSPLIT, $0-28
+	PROLOGUE
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	BCAST8($0x08080808, X13, Y13)
+	TESTQ BX, BX
+	JZ    q40veight
+q40vone:
+	ONE(Q40W, 18, SDXDY)
+	DECQ  BX
+	JNZ   q40vone
+q40veight:
+	TESTQ CX, CX
+	JZ    q40vdone
+q40vloop:
+	EIGHT(LANESVNNI, Q40W, 18, SDXDY)
+	DECQ  CX
+	JNZ   q40vloop
+q40vdone:
+	EPILOGUE
+
+// func dotIQ4NLQ80AVX512(x, y *byte, nb int) float32
+TEXT ·dotIQ4NLQ80AVX512(SB), NOSPLIT, $0-28
+	PROLOGUE
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	VMOVDQU dotIQ4NLTable<>(SB), Y12
+	TESTQ BX, BX
+	JZ    iqnlveight
+iqnlvone:
+	ONE(IQNLW, 18, SDD)
+	DECQ  BX
+	JNZ   iqnlvone
+iqnlveight:
+	TESTQ CX, CX
+	JZ    iqnlvdone
+iqnlvloop:
+	EIGHT(LANESVNNI, IQNLW, 18, SDD)
+	DECQ  CX
+	JNZ   iqnlvloop
+iqnlvdone:
+	EPILOGUE
+
+// func dotQ50Q80AVX512(x, y *byte, nb int) float32
+TEXT ·dotQ50Q80AVX512(SB), NOSPLIT, $0-28
+	PROLOGUE
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	BCAST8($0xF0F0F0F0, X13, Y13)
+	TESTQ BX, BX
+	JZ    q50veight
+q50vone:
+	ONE(Q50W, 22, SDD)
+	DECQ  BX
+	JNZ   q50vone
+q50veight:
+	TESTQ CX, CX
+	JZ    q50vdone
+q50vloop:
+	EIGHT(LANESVNNI, Q50W, 22, SDD)
+	DECQ  CX
+	JNZ   q50vloop
+q50vdone:
 	EPILOGUE
