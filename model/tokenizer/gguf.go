@@ -62,14 +62,14 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 		return v, errf("%s = %q: %w (only \"gpt2\", byte-level BPE)", KeyModel, v.Model, ErrUnsupported)
 	}
 	if _, ok := f.Lookup(KeyPre); !ok {
-		return v, errf("key %q missing: %w (llama.cpp would fall back to its \"default\" regexes; supported: %v)", KeyPre, ErrUnsupported, SupportedPre)
+		return v, errf("key %q missing: %w (llama.cpp would fall back to its \"default\" regexes; supported: %v)", KeyPre, ErrUnsupported, SupportedPre())
 	}
 	if v.Pre, err = f.String(KeyPre); err != nil {
 		return v, fmt.Errorf("tokenizer: %w", err)
 	}
 	info, ok := lookupPre(v.Pre)
 	if !ok {
-		return v, errf("%s = %q: %w (supported: %v)", KeyPre, v.Pre, ErrUnsupported, SupportedPre)
+		return v, errf("%s = %q: %w (supported: %v)", KeyPre, v.Pre, ErrUnsupported, SupportedPre())
 	}
 	if v.Tokens, err = f.Strings(KeyTokens); err != nil {
 		return v, fmt.Errorf("tokenizer: %w", err)

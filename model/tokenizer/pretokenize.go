@@ -97,11 +97,13 @@ func lookupPre(name string) (preInfo, bool) {
 	return preInfo{}, false
 }
 
-// SupportedPre lists the tokenizer.ggml.pre values this package splits
+// SupportedPre returns the tokenizer.ggml.pre values this package splits
 // like llama.cpp (aliases included).
-var SupportedPre = []string{
-	"glm4", "chatglm-bpe", "llama-bpe", "llama3", "llama-v3", "dbrx", "smaug-bpe",
-	"qwen2", "deepseek-r1-qwen", "deepseek-v3", "deepseek-llm", "deepseek-coder", "gpt-2", "phi-2",
+func SupportedPre() []string {
+	return []string{
+		"glm4", "chatglm-bpe", "llama-bpe", "llama3", "llama-v3", "dbrx", "smaug-bpe",
+		"qwen2", "deepseek-r1-qwen", "deepseek-v3", "deepseek-llm", "deepseek-coder", "gpt-2", "phi-2",
+	}
 }
 
 // gpt2Stage implements

@@ -87,7 +87,7 @@ func TestPreTokenizersCover(t *testing.T) {
 		"🚀🦙 emoji", "Ünïcödé café, 中文, русский", "   \t\n\r\n  ", "'s'S'll'LL", "１２３ａｂｃ！",
 		"\xff\xfe invalid \xc3", "\u2028\u2029\u0085", "١٢٣٤ arabic", "\u200b",
 	}
-	for _, pre := range SupportedPre {
+	for _, pre := range SupportedPre() {
 		for _, text := range texts {
 			words(t, pre, text)
 		}

@@ -123,7 +123,7 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	}
 	info, ok := lookupPre(v.Pre)
 	if !ok {
-		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.pre %q: %w (supported: %s)", v.Pre, ErrUnsupported, strings.Join(SupportedPre, ", "))
+		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.pre %q: %w (supported: %s)", v.Pre, ErrUnsupported, strings.Join(SupportedPre(), ", "))
 	}
 	n := len(v.Tokens)
 	if n == 0 {
