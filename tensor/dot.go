@@ -29,7 +29,7 @@ type DotFunc func(w, act []byte, n int) float32
 
 // VecDotType returns the type that activations are quantized to before a dot
 // product with a row of type t: Q8_0 for Q4_0, Q5_0, Q8_0 and IQ4_NL; Q8_1
-// for Q4_1 and Q5_1; Q8_K for Q2_K to Q6_K and the IQ types; F32 for F32, F16,
+// (Q8_0 plus s = d·Σq per block) for Q4_1 and Q5_1; Q8_K for Q2_K to Q6_K and the IQ types; F32 for F32, F16,
 // BF16 and every other type. (ggml pairs F16 and BF16 with themselves; this
 // package keeps their activations in float32.) Only types for which DotKernel
 // succeeds have a kernel.
@@ -56,6 +56,10 @@ func DotKernel(t Type) (DotFunc, error) {
 		return DotQ40Q80, nil
 	case Q5_0:
 		return DotQ50Q80, nil
+	case Q4_1:
+		return DotQ41Q81, nil
+	case Q5_1:
+		return DotQ51Q81, nil
 	case IQ4_NL:
 		return DotIQ4NLQ80, nil
 	case Q4_K:
@@ -107,6 +111,9 @@ const (
 	dotSizeQ80  = 34  // Q8_0: d f16 · qs i8[32]
 	dotSizeQ40  = 18  // Q4_0: d f16 · qs u8[16]
 	dotSizeQ50  = 22  // Q5_0: d f16 · qh u8[4] · qs u8[16]
+	dotSizeQ41  = 20  // Q4_1: d, m f16 · qs u8[16]
+	dotSizeQ51  = 24  // Q5_1: d, m f16 · qh u8[4] · qs u8[16]
+	dotSizeQ81  = 36  // Q8_1: d, s f16 · qs i8[32] (s = d·Σqs)
 	dotSizeIQNL = 18  // IQ4_NL: d f16 · qs u8[16]
 	dotSizeQ8K  = 292 // Q8_K: d f32 · qs i8[256] · bsums i16[16]
 	dotSizeQ4K  = 144 // Q4_K: d, dmin f16 · scales[12] · qs[128]
@@ -131,6 +138,18 @@ func DotQ40Q80(w, act []byte, n int) float32 {
 func DotQ50Q80(w, act []byte, n int) float32 {
 	nb := dotBlocks("DotQ50Q80", w, act, n, 32, dotSizeQ50, dotSizeQ80)
 	return dotQ50Q80(w, act, nb)
+}
+
+// DotQ41Q81 is the DotFunc of Q4_1 weights (activations Q8_1).
+func DotQ41Q81(w, act []byte, n int) float32 {
+	nb := dotBlocks("DotQ41Q81", w, act, n, 32, dotSizeQ41, dotSizeQ81)
+	return dotQ41Q81(w, act, nb)
+}
+
+// DotQ51Q81 is the DotFunc of Q5_1 weights (activations Q8_1).
+func DotQ51Q81(w, act []byte, n int) float32 {
+	nb := dotBlocks("DotQ51Q81", w, act, n, 32, dotSizeQ51, dotSizeQ81)
+	return dotQ51Q81(w, act, nb)
 }
 
 // DotIQ4NLQ80 is the DotFunc of IQ4_NL weights (activations Q8_0).

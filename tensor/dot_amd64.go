@@ -27,6 +27,12 @@ func dotQ40Q80AVX2(x, y *byte, nb int) float32
 func dotQ50Q80AVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ41Q81AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ51Q81AVX2(x, y *byte, nb int) float32
+
+//go:noescape
 func dotIQ4NLQ80AVX2(x, y *byte, nb int) float32
 
 //go:noescape
@@ -91,6 +97,8 @@ var dotKernels = map[Type]struct {
 	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2, dotQ80Q80AVX512},
 	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2, dotQ40Q80AVX512},
 	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2, dotQ50Q80AVX512},
+	Q4_1:   {dotQ41Q81Generic, dotQ41Q81AVX2, nil},
+	Q5_1:   {dotQ51Q81Generic, dotQ51Q81AVX2, nil},
 	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
 	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
 	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
@@ -146,6 +154,20 @@ func dotQ50Q80(x, y []byte, nb int) float32 {
 		return dotQ50Q80AVX2(&x[0], &y[0], nb)
 	}
 	return dotQ50Q80Generic(x, y, nb)
+}
+
+func dotQ41Q81(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ41Q81AVX2(&x[0], &y[0], nb)
+	}
+	return dotQ41Q81Generic(x, y, nb)
+}
+
+func dotQ51Q81(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ51Q81AVX2(&x[0], &y[0], nb)
+	}
+	return dotQ51Q81Generic(x, y, nb)
 }
 
 func dotIQ4NLQ80(x, y []byte, nb int) float32 {

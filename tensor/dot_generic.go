@@ -74,6 +74,48 @@ func dotQ50Q80Generic(x, y []byte, nb int) float32 {
 	return sumf
 }
 
+// dotQ41Q81Generic: unsigned nibble weights with a min;
+// sumf += (dx·dy)·sumi + mx·sy per block, sy the activation block's f16 d·Σq.
+func dotQ41Q81Generic(x, y []byte, nb int) float32 {
+	var sumf float32
+	for i := range nb {
+		xb := (*[dotSizeQ41]byte)(x[i*dotSizeQ41:])
+		yb := (*[dotSizeQ81]byte)(y[i*dotSizeQ81:])
+		var sumi0, sumi1 int32
+		for j := range 16 {
+			q := xb[4+j]
+			sumi0 += int32(q&15) * int32(int8(yb[4+j]))
+			sumi1 += int32(q>>4) * int32(int8(yb[4+16+j]))
+		}
+		sumi := sumi0 + sumi1
+		dd := dotF16At(xb[:], 0) * dotF16At(yb[:], 0)
+		sumf += float32(float32(dd*float32(sumi)) + float32(dotF16At(xb[:], 2)*dotF16At(yb[:], 2)))
+	}
+	return sumf
+}
+
+// dotQ51Q81Generic: as Q4_1 with a fifth bit from qh.
+func dotQ51Q81Generic(x, y []byte, nb int) float32 {
+	var sumf float32
+	for i := range nb {
+		xb := (*[dotSizeQ51]byte)(x[i*dotSizeQ51:])
+		yb := (*[dotSizeQ81]byte)(y[i*dotSizeQ81:])
+		qh := binary.LittleEndian.Uint32(xb[4:])
+		var sumi0, sumi1 int32
+		for j := range 16 {
+			q := xb[8+j]
+			x0 := int32(q&15 | byte(qh>>j&1)<<4)
+			x1 := int32(q>>4 | byte(qh>>(j+16)&1)<<4)
+			sumi0 += x0 * int32(int8(yb[4+j]))
+			sumi1 += x1 * int32(int8(yb[4+16+j]))
+		}
+		sumi := sumi0 + sumi1
+		dd := dotF16At(xb[:], 0) * dotF16At(yb[:], 0)
+		sumf += float32(float32(dd*float32(sumi)) + float32(dotF16At(xb[:], 2)*dotF16At(yb[:], 2)))
+	}
+	return sumf
+}
+
 // dotIQ4NLQ80Generic: weights from the IQ4_NL codebook;
 // sumf += (dy·dx)·sumi per block.
 func dotIQ4NLQ80Generic(x, y []byte, nb int) float32 {

@@ -8,6 +8,8 @@ var dotTwins = map[Type]func(x, y []byte, nb int) float32{
 	Q8_0:   dotQ80Q80Generic,
 	Q4_0:   dotQ40Q80Generic,
 	Q5_0:   dotQ50Q80Generic,
+	Q4_1:   dotQ41Q81Generic,
+	Q5_1:   dotQ51Q81Generic,
 	IQ4_NL: dotIQ4NLQ80Generic,
 	Q4_K:   dotQ4KQ8KGeneric,
 	Q5_K:   dotQ5KQ8KGeneric,
@@ -30,6 +32,8 @@ func dotImpls(t Type) []dotImpl {
 func dotQ80Q80(x, y []byte, nb int) float32   { return dotQ80Q80Generic(x, y, nb) }
 func dotQ40Q80(x, y []byte, nb int) float32   { return dotQ40Q80Generic(x, y, nb) }
 func dotQ50Q80(x, y []byte, nb int) float32   { return dotQ50Q80Generic(x, y, nb) }
+func dotQ41Q81(x, y []byte, nb int) float32   { return dotQ41Q81Generic(x, y, nb) }
+func dotQ51Q81(x, y []byte, nb int) float32   { return dotQ51Q81Generic(x, y, nb) }
 func dotIQ4NLQ80(x, y []byte, nb int) float32 { return dotIQ4NLQ80Generic(x, y, nb) }
 func dotQ4KQ8K(x, y []byte, nb int) float32   { return dotQ4KQ8KGeneric(x, y, nb) }
 func dotQ5KQ8K(x, y []byte, nb int) float32   { return dotQ5KQ8KGeneric(x, y, nb) }

@@ -10,7 +10,7 @@ import (
 )
 
 // dotTypes are the weight types with a dot kernel.
-var dotTypes = []Type{Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16}
+var dotTypes = []Type{Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16}
 
 // dotFill says how the test blocks are filled.
 type dotFill struct {
@@ -82,6 +82,10 @@ func dotWeights(t Type, nb int, f *dotFill, r *rand.Rand) []byte {
 		case Q8_0, Q4_0, Q5_0, IQ4_NL:
 			fill(blk[2:], f.quant)
 			put16(blk, 0)
+		case Q4_1, Q5_1:
+			fill(blk[4:], f.quant)
+			put16(blk, 0)
+			put16(blk, 2)
 		case Q4_K, Q5_K:
 			fill(blk[16:], f.quant)
 			fill(blk[4:16], f.sub)
@@ -122,6 +126,19 @@ func dotActs(t Type, nb int, f *dotFill, r *rand.Rand) []byte {
 			for j := range 32 {
 				blk[2+j] = byte(f.act(r))
 			}
+		}
+	case Q8_1:
+		for i := range nb {
+			blk := b[i*36:]
+			dh := f.f16Scale(r)
+			binary.LittleEndian.PutUint16(blk, dh)
+			var sum int32
+			for j := range 32 {
+				q := f.act(r)
+				blk[4+j] = byte(q)
+				sum += int32(q)
+			}
+			binary.LittleEndian.PutUint16(blk[2:], F32ToF16(F16ToF32(dh)*float32(sum)))
 		}
 	case Q8_K:
 		for i := range n / 256 {
@@ -166,6 +183,17 @@ func dotMagnitude(t *testing.T, wt Type, w, act []byte, n int) float64 {
 	for i := range n {
 		mag += math.Abs(float64(wf[i]) * float64(af[i]))
 	}
+	if wt.VecDotType() == Q8_1 {
+		size := wt.TypeSize()
+		for i := range n / 32 {
+			m := math.Abs(float64(F16ToF32(binary.LittleEndian.Uint16(w[i*size+2:]))))
+			s := math.Abs(float64(F16ToF32(binary.LittleEndian.Uint16(act[i*36+2:]))))
+			mag += m * s
+			for k := range 32 {
+				mag += m * math.Abs(float64(af[32*i+k]))
+			}
+		}
+	}
 	if wt == Q4_K || wt == Q5_K {
 		size := wt.TypeSize()
 		for i := range n / 256 {
@@ -194,6 +222,20 @@ func dotRef(t *testing.T, wt Type, w, act []byte, n int) float64 {
 	var s float64
 	for i := range n {
 		s += float64(wf[i]) * float64(af[i])
+	}
+	if wt.VecDotType() == Q8_1 {
+		// The kernels use the activation block's stored s = d·Σq (an f16)
+		// for the min term m·Σa, as ggml does: take the reference's min
+		// term from s too.
+		size := wt.TypeSize()
+		for i := range n / 32 {
+			m := float64(F16ToF32(binary.LittleEndian.Uint16(w[i*size+2:])))
+			var sa float64
+			for k := range 32 {
+				sa += float64(af[32*i+k])
+			}
+			s += m * (float64(F16ToF32(binary.LittleEndian.Uint16(act[i*36+2:]))) - sa)
+		}
 	}
 	return s
 }
@@ -306,6 +348,9 @@ func TestDotRowQuantized(t *testing.T) {
 		t.Run(wt.String(), func(t *testing.T) {
 			w := dotWeights(wt, n/wt.BlockSize(), &dotFills[0], r)
 			at := wt.VecDotType()
+			if !CanQuantize(at) {
+				t.Skipf("no Quantize for %s activations", at)
+			}
 			size, err := at.RowSize(n)
 			if err != nil {
 				t.Fatal(err)
@@ -350,7 +395,7 @@ func TestDotRowQuantized(t *testing.T) {
 }
 
 func TestDotKernelErrors(t *testing.T) {
-	for _, wt := range []Type{Q2_K, Q3_K, Q4_1, Q5_1, IQ2_XXS, I8, Q8_K, Type(99)} {
+	for _, wt := range []Type{Q2_K, Q3_K, IQ2_XXS, I8, Q8_K, Q8_1, Type(99)} {
 		if _, err := DotKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("DotKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}

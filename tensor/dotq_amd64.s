@@ -105,18 +105,18 @@ GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 	VPERM2I128 $0x31, Y8, Y4, Y6; \
 	VPADDD     Y6, Y5, Y4
 
-// GATHER16 collects the f16 scales at offset 0 of eight blocks of size s
+// GATHER16 collects the f16 values at offset off of eight blocks of size s
 // from base into X.
-#define GATHER16(base, s, X) \
-	MOVWLZX 0(base), AX; \
+#define GATHER16(base, off, s, X) \
+	MOVWLZX off(base), AX; \
 	VMOVD   AX, X; \
-	VPINSRW $1, (1*s)(base), X, X; \
-	VPINSRW $2, (2*s)(base), X, X; \
-	VPINSRW $3, (3*s)(base), X, X; \
-	VPINSRW $4, (4*s)(base), X, X; \
-	VPINSRW $5, (5*s)(base), X, X; \
-	VPINSRW $6, (6*s)(base), X, X; \
-	VPINSRW $7, (7*s)(base), X, X
+	VPINSRW $1, (off+1*s)(base), X, X; \
+	VPINSRW $2, (off+2*s)(base), X, X; \
+	VPINSRW $3, (off+3*s)(base), X, X; \
+	VPINSRW $4, (off+4*s)(base), X, X; \
+	VPINSRW $5, (off+5*s)(base), X, X; \
+	VPINSRW $6, (off+6*s)(base), X, X; \
+	VPINSRW $7, (off+7*s)(base), X, X
 
 // Block terms from the integer block sums S and the scales DX, DY (floats):
 // SDD forms sumi·(dx·dy) (Q8_0, Q5_0, IQ4_NL), SDXDY (sumi·dx)·dy (Q4_0).
@@ -174,8 +174,8 @@ GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 	L(W, 6*xs, 6*34, Y10); \
 	L(W, 7*xs, 7*34, Y11); \
 	REDUCE8; \
-	GATHER16(SI, xs, X2); \
-	GATHER16(DI, 34, X3); \
+	GATHER16(SI, 0, xs, X2); \
+	GATHER16(DI, 0, 34, X3); \
 	VCVTPH2PS X2, Y2; \
 	VCVTPH2PS X3, Y3; \
 	TERM(Y2, Y3, Y4); \
@@ -351,4 +351,119 @@ q50vloop:
 	DECQ  CX
 	JNZ   q50vloop
 q50vdone:
+	EPILOGUE
+
+// Q4_1 and Q5_1 weights with Q8_1 activations (36-byte blocks: d, s f16,
+// 32 int8). The weights are unsigned, so VPMADDUBSW takes them directly;
+// each block's term is (dx·dy)·sumi + mx·sy as in the twin.
+
+// Q4_1: the nibbles.
+#define Q41W(off) NIBBLES(off+4(SI))
+
+// Q5_1: nibble | bit j of qh << 4. Y13 = 0x10 bytes.
+#define Q51W(off) \
+	NIBBLES(off+8(SI)); \
+	VPBROADCASTD off+4(SI), Y1; \
+	VPSHUFB dotBitSpread<>(SB), Y1, Y1; \
+	VPAND dotBitMask<>(SB), Y1, Y1; \
+	VPCMPEQB dotBitMask<>(SB), Y1, Y1; \
+	VPAND Y13, Y1, Y1; \
+	VPOR Y1, Y2, Y2
+
+// LANES1 leaves in V the eight int32 lane sums of the unsigned weights
+// decoded by W(xoff) times the activations of the Q8_1 block at DI+yoff.
+#define LANES1(W, xoff, yoff, V) \
+	W(xoff); \
+	VPMADDUBSW yoff+4(DI), Y2, Y2; \
+	VPMADDWD Y15, Y2, V
+
+// ONE1 adds the term of the block at SI, DI to X0 and advances.
+#define ONE1(W, xs) \
+	LANES1(W, 0, 0, Y4); \
+	VEXTRACTI128 $1, Y4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0x4E, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	VPSHUFD      $0xB1, X4, X5; \
+	VPADDD       X5, X4, X4; \
+	VMOVD        0(SI), X2; \
+	VMOVD        0(DI), X3; \
+	VCVTPH2PS    X2, X2; \
+	VCVTPH2PS    X3, X3; \
+	VMULPS       X3, X2, X3; \
+	VCVTDQ2PS    X4, X4; \
+	VMULSS       X3, X4, X4; \
+	VMOVSHDUP    X3, X3; \
+	VADDSS       X3, X4, X4; \
+	VADDSS       X4, X0, X0; \
+	ADDQ         $xs, SI; \
+	ADDQ         $36, DI
+
+// EIGHT1 adds the terms of the eight blocks at SI, DI to Y0 and advances.
+#define EIGHT1(W, xs) \
+	LANES1(W, 0*xs, 0*36, Y4); \
+	LANES1(W, 1*xs, 1*36, Y5); \
+	LANES1(W, 2*xs, 2*36, Y6); \
+	LANES1(W, 3*xs, 3*36, Y7); \
+	LANES1(W, 4*xs, 4*36, Y8); \
+	LANES1(W, 5*xs, 5*36, Y9); \
+	LANES1(W, 6*xs, 6*36, Y10); \
+	LANES1(W, 7*xs, 7*36, Y11); \
+	REDUCE8; \
+	GATHER16(SI, 0, xs, X2); \
+	GATHER16(DI, 0, 36, X3); \
+	VCVTPH2PS X2, Y2; \
+	VCVTPH2PS X3, Y3; \
+	VMULPS    Y3, Y2, Y2; \
+	VCVTDQ2PS Y4, Y4; \
+	VMULPS    Y2, Y4, Y4; \
+	GATHER16(SI, 2, xs, X2); \
+	GATHER16(DI, 2, 36, X3); \
+	VCVTPH2PS X2, Y2; \
+	VCVTPH2PS X3, Y3; \
+	VMULPS    Y3, Y2, Y2; \
+	VADDPS    Y2, Y4, Y4; \
+	VADDPS    Y4, Y0, Y0; \
+	ADDQ      $(8*xs), SI; \
+	ADDQ      $(8*36), DI
+
+// func dotQ41Q81AVX2(x, y *byte, nb int) float32
+TEXT ·dotQ41Q81AVX2(SB), NOSPLIT, $0-28
+	PROLOGUE
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	TESTQ BX, BX
+	JZ    q41eight
+q41one:
+	ONE1(Q41W, 20)
+	DECQ  BX
+	JNZ   q41one
+q41eight:
+	TESTQ CX, CX
+	JZ    q41done
+q41loop:
+	EIGHT1(Q41W, 20)
+	DECQ  CX
+	JNZ   q41loop
+q41done:
+	EPILOGUE
+
+// func dotQ51Q81AVX2(x, y *byte, nb int) float32
+TEXT ·dotQ51Q81AVX2(SB), NOSPLIT, $0-28
+	PROLOGUE
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	BCAST8($0x10101010, X13, Y13)
+	TESTQ BX, BX
+	JZ    q51eight
+q51one:
+	ONE1(Q51W, 24)
+	DECQ  BX
+	JNZ   q51one
+q51eight:
+	TESTQ CX, CX
+	JZ    q51done
+q51loop:
+	EIGHT1(Q51W, 24)
+	DECQ  CX
+	JNZ   q51loop
+q51done:
 	EPILOGUE
