@@ -52,6 +52,12 @@ func count(shape []int) (int, error) {
 
 // WriteFloat32 writes data, a C-order array of the given shape, to w.
 func WriteFloat32(w io.Writer, shape []int, data []float32) error {
+	return write(w, "<f4", shape, data, math.Float32bits)
+}
+
+// write writes the header for descr and shape, then each value of data as
+// the four little-endian bytes that bits gives for it.
+func write[T any](w io.Writer, descr string, shape []int, data []T, bits func(T) uint32) error {
 	n, err := count(shape)
 	if err != nil {
 		return err
@@ -60,10 +66,10 @@ func WriteFloat32(w io.Writer, shape []int, data []float32) error {
 		return fmt.Errorf("npy: shape %v needs %d values, have %d", shape, n, len(data))
 	}
 	bw := bufio.NewWriter(w)
-	bw.Write(header("<f4", shape))
+	bw.Write(header(descr, shape))
 	var b [4]byte
 	for _, v := range data {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+		binary.LittleEndian.PutUint32(b[:], bits(v))
 		bw.Write(b[:])
 	}
 	return bw.Flush()
@@ -84,21 +90,7 @@ func WriteFloat32File(path string, shape []int, data []float32) error {
 
 // WriteInt32 writes data, a C-order int32 array of the given shape, to w.
 func WriteInt32(w io.Writer, shape []int, data []int32) error {
-	n, err := count(shape)
-	if err != nil {
-		return err
-	}
-	if n != len(data) {
-		return fmt.Errorf("npy: shape %v needs %d values, have %d", shape, n, len(data))
-	}
-	bw := bufio.NewWriter(w)
-	bw.Write(header("<i4", shape))
-	var b [4]byte
-	for _, v := range data {
-		binary.LittleEndian.PutUint32(b[:], uint32(v))
-		bw.Write(b[:])
-	}
-	return bw.Flush()
+	return write(w, "<i4", shape, data, func(v int32) uint32 { return uint32(v) })
 }
 
 // Array is an array read from a .npy file. Exactly one of F32 and I32 is set.
