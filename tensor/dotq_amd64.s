@@ -38,12 +38,19 @@ DATA dotBitMask<>+16(SB)/8, $0x8040201008040201
 DATA dotBitMask<>+24(SB)/8, $0x8040201008040201
 GLOBL dotBitMask<>(SB), RODATA|NOPTR, $32
 
+// dotNibShift shifts the dwords of the high 128-bit lane right by 4.
+DATA dotNibShift<>+0(SB)/8, $0
+DATA dotNibShift<>+8(SB)/8, $0
+DATA dotNibShift<>+16(SB)/8, $0x0000000400000004
+DATA dotNibShift<>+24(SB)/8, $0x0000000400000004
+GLOBL dotNibShift<>(SB), RODATA|NOPTR, $32
+
 // NIBBLES loads 16 bytes at mem and leaves their low nibbles in the low lane
-// of Y2 and their high nibbles in the high lane (element order of Q4_0).
+// of Y2 and their high nibbles in the high lane (element order of Q4_0):
+// both lanes get the bytes, the high lane is shifted right by 4 bits.
 #define NIBBLES(mem) \
-	VMOVDQU mem, X2; \
-	VPSRLW $4, X2, X3; \
-	VINSERTI128 $1, X3, Y2, Y2; \
+	VBROADCASTI128 mem, Y2; \
+	VPSRLVD dotNibShift<>(SB), Y2, Y2; \
 	VPAND Y14, Y2, Y2
 
 // Weight decoders: the signed weights of the block at SI+off into Y2.
