@@ -9,15 +9,19 @@ import (
 //
 // A weight row of type T is multiplied with an activation row that the
 // caller has quantized once to T.VecDotType(), as ggml's CPU backend does:
-// Q8_0 activations for Q4_0, Q5_0, Q8_0 and IQ4_NL weights, Q8_K
-// activations for the K-quants and IQ4_XS, and plain float32 for F32, F16
+// Q8_0 activations for Q4_0, Q5_0, Q8_0 and IQ4_NL weights, Q8_1 for Q4_1
+// and Q5_1, Q8_K for the K-quants and IQ4_XS, and plain float32 for F32, F16
 // and BF16. The integer part of every block product is exact; the float
 // part follows ggml's generic vec_dot functions (ggml-cpu/quants.c), which
 // the pure-Go twins in dot_generic.go reproduce operation for operation
 // (every product rounded to float32, never fused). The assembly versions
-// compute the same integer block sums but accumulate the scaled block sums
-// in vector registers, so their float32 result may differ from the twin's
-// in the last bits (see dotTolerance in the tests). Every kernel reads whole
+// (AVX2, and AVX-512 VNNI for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K and Q6_K,
+// chosen at run time) compute the same integer block sums; the 32-element
+// block kernels and IQ4_XS also form each block's (sub-block's) scaled term
+// exactly as the twin does, and all of them add the terms in vector lanes,
+// so their float32 result may differ from the twin's in the last bits (see
+// dotTolerance in the tests). Activation quants must lie in [-127, 127], as
+// Q8_0, Q8_1 and Q8_K quantization produces. Every kernel reads whole
 // blocks, allocates nothing and starts no goroutines.
 
 // DotFunc returns the dot product of the first n elements of a weight row w
@@ -29,8 +33,8 @@ type DotFunc func(w, act []byte, n int) float32
 
 // VecDotType returns the type that activations are quantized to before a dot
 // product with a row of type t: Q8_0 for Q4_0, Q5_0, Q8_0 and IQ4_NL; Q8_1
-// (Q8_0 plus s = d·Σq per block) for Q4_1 and Q5_1; Q8_K for Q2_K to Q6_K and the IQ types; F32 for F32, F16,
-// BF16 and every other type. (ggml pairs F16 and BF16 with themselves; this
+// (Q8_0 plus s = d·Σq per block) for Q4_1 and Q5_1; Q8_K for Q2_K to Q6_K
+// and the IQ types; F32 for F32, F16, BF16 and every other type. (ggml pairs F16 and BF16 with themselves; this
 // package keeps their activations in float32.) Only types for which DotKernel
 // succeeds have a kernel.
 func (t Type) VecDotType() Type {
