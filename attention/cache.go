@@ -1,25 +1,33 @@
 package attention
 
-import "fmt"
+import (
+	"fmt"
 
-// LatentCache holds, per layer and position, the normalized KV latent c
-// (KVRank values) followed by the roped shared key k_pe (DRope values),
-// and for layers with a DSA indexer the indexer key (IndexDim values), all
-// in float32. Position p of a single sequence lives in row p. Rows are
-// allocated as positions are first written, up to Size.
+	"github.com/glmrun/glmrun/backend"
+)
+
+// LatentCache holds on one device, per layer and position, the normalized
+// KV latent c (KVRank values) followed by the roped shared key k_pe (DRope
+// values), and for layers with a DSA indexer the indexer key (IndexDim
+// values), all in float32. Position p of a single sequence lives in row
+// p. Rows are allocated as positions are first written (capacity doubling
+// up to Size). Under tensor parallelism every device holds the whole
+// cache: the latent is shared by all heads.
 type LatentCache struct {
 	KVRank, DRope int
 	Size          int // maximum number of positions
+	Dev           backend.Device
 
-	latent   [][]float32 // [layer][pos*(KVRank+DRope) …]
-	index    [][]float32 // [layer][pos*indexDim[layer] …]; nil without indexer
+	latent   []backend.Buffer // [layer] capacity rows of Width()
+	index    []backend.Buffer // [layer] capacity rows of indexDim[layer]; nil without indexer
+	rows     []int            // [layer] capacity in positions
 	indexDim []int
 }
 
-// NewLatentCache returns an empty cache for layers layers of up to size
-// positions. indexDims[l] is the indexer key width of layer l (0 for a
-// layer without indexer); indexDims may be nil.
-func NewLatentCache(layers, size, kvRank, dRope int, indexDims []int) (*LatentCache, error) {
+// NewLatentCache returns an empty cache on dev for layers layers of up to
+// size positions. indexDims[l] is the indexer key width of layer l (0 for
+// a layer without indexer); indexDims may be nil.
+func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDims []int) (*LatentCache, error) {
 	if layers <= 0 || size <= 0 || kvRank <= 0 || dRope < 0 {
 		return nil, fmt.Errorf("attention: bad cache shape: %d layers, %d positions, rank %d, rope %d",
 			layers, size, kvRank, dRope)
@@ -31,8 +39,10 @@ func NewLatentCache(layers, size, kvRank, dRope int, indexDims []int) (*LatentCa
 		KVRank:   kvRank,
 		DRope:    dRope,
 		Size:     size,
-		latent:   make([][]float32, layers),
-		index:    make([][]float32, layers),
+		Dev:      dev,
+		latent:   make([]backend.Buffer, layers),
+		index:    make([]backend.Buffer, layers),
+		rows:     make([]int, layers),
 		indexDim: make([]int, layers),
 	}
 	copy(c.indexDim, indexDims)
@@ -42,48 +52,81 @@ func NewLatentCache(layers, size, kvRank, dRope int, indexDims []int) (*LatentCa
 // Width returns the latent row width KVRank + DRope.
 func (c *LatentCache) Width() int { return c.KVRank + c.DRope }
 
-// grow makes room for positions [0, n) in layer l.
-func (c *LatentCache) grow(l, n int) {
-	if n > c.Size {
-		panic(fmt.Sprintf("attention: cache position %d beyond size %d", n-1, c.Size))
+// BytesPerToken returns the cache bytes one position takes on the device.
+func (c *LatentCache) BytesPerToken() int64 {
+	n := int64(0)
+	for _, d := range c.indexDim {
+		n += int64(4 * (c.Width() + d))
 	}
-	c.latent[l] = growRows(c.latent[l], n*c.Width(), c.Size*c.Width())
-	if d := c.indexDim[l]; d > 0 {
-		c.index[l] = growRows(c.index[l], n*d, c.Size*d)
-	}
+	return n
 }
 
-// growRows extends s to length n, doubling capacity up to limit.
-func growRows(s []float32, n, limit int) []float32 {
-	if n <= len(s) {
-		return s
+// grow makes room for positions [0, n) in layer l, keeping the rows
+// written so far.
+func (c *LatentCache) grow(l, n int) error {
+	if n > c.Size {
+		return fmt.Errorf("attention: cache position %d beyond size %d", n-1, c.Size)
 	}
-	if n <= cap(s) {
-		return s[:n]
+	if n <= c.rows[l] {
+		return nil
 	}
-	c := min(max(n, 2*cap(s)), limit)
-	t := make([]float32, n, c)
-	copy(t, s)
-	return t
+	rows := min(max(n, 2*c.rows[l]), c.Size)
+	lat, err := regrow(c.Dev, c.latent[l], c.rows[l]*c.Width(), rows*c.Width())
+	if err != nil {
+		return fmt.Errorf("attention: latent cache of layer %d: %w", l, err)
+	}
+	c.latent[l] = lat
+	if d := c.indexDim[l]; d > 0 {
+		idx, err := regrow(c.Dev, c.index[l], c.rows[l]*d, rows*d)
+		if err != nil {
+			return fmt.Errorf("attention: indexer cache of layer %d: %w", l, err)
+		}
+		c.index[l] = idx
+	}
+	c.rows[l] = rows
+	return nil
+}
+
+// regrow returns a buffer of n values holding the first old values of b,
+// freeing b.
+func regrow(dev backend.Device, b backend.Buffer, old, n int) (backend.Buffer, error) {
+	nb, err := dev.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		if old > 0 {
+			dev.Copy(nb.Slice(0, old), b.Slice(0, old))
+		}
+		dev.Free(b)
+	}
+	return nb, nil
 }
 
 // Latent returns the cached rows [c | k_pe] of layer l for positions
 // [0, n), n·Width() values.
-func (c *LatentCache) Latent(l, n int) []float32 { return c.latent[l][:n*c.Width()] }
+func (c *LatentCache) Latent(l, n int) backend.Buffer { return c.latent[l].Slice(0, n*c.Width()) }
 
 // IndexKeys returns the cached indexer keys of layer l for positions
 // [0, n), or nil if the layer has no indexer.
-func (c *LatentCache) IndexKeys(l, n int) []float32 {
+func (c *LatentCache) IndexKeys(l, n int) backend.Buffer {
 	if c.indexDim[l] == 0 {
 		return nil
 	}
-	return c.index[l][:n*c.indexDim[l]]
+	return c.index[l].Slice(0, n*c.indexDim[l])
 }
 
-// Reset forgets every position but keeps the memory.
-func (c *LatentCache) Reset() {
+// Free returns the cache's memory to the device; the cache is empty after.
+func (c *LatentCache) Free() {
 	for l := range c.latent {
-		c.latent[l] = c.latent[l][:0]
-		c.index[l] = c.index[l][:0]
+		if c.latent[l] != nil {
+			c.Dev.Free(c.latent[l])
+			c.latent[l] = nil
+		}
+		if c.index[l] != nil {
+			c.Dev.Free(c.index[l])
+			c.index[l] = nil
+		}
+		c.rows[l] = 0
 	}
 }

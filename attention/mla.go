@@ -5,33 +5,33 @@ import (
 	"math"
 
 	"github.com/glmrun/glmrun/backend"
-	"github.com/glmrun/glmrun/backend/cpu"
 )
 
 // Config holds the sizes and constants of one MLA layer (GLM5-MATH
 // section 3). Shapes below are written outermost first.
 type Config struct {
 	Embd   int // E
-	Heads  int // H
+	Heads  int // H, all devices together
 	QRank  int // q_lora_rank; 0 when the query comes straight from attn_q
 	KVRank int // kv_lora_rank (kr)
 	DNope  int // dn
 	DRope  int // dr
 	DV     int // dv
 
-	RMSEps float32  // q_a / kv_a RMSNorm epsilon
-	Tau    float32  // softmax scale mscale²/sqrt(dn+dr)
-	Rope   cpu.Rope // q_pe / k_pe rope (NORM, maybe YaRN)
+	RMSEps float32      // q_a / kv_a RMSNorm epsilon
+	Tau    float32      // softmax scale mscale²/sqrt(dn+dr)
+	Rope   backend.Rope // q_pe / k_pe rope (NORM, maybe YaRN)
 
 	// DSA indexer (layers with IndexerWeights only).
-	IndexHeads int      // Ih
-	IndexDim   int      // Id
-	IndexTopK  int      // keys kept per query
-	IndexEps   float32  // k_norm LayerNorm epsilon (0 in llama.cpp glm-dsa)
-	IndexRope  cpu.Rope // rope of the first DRope indexer dims (NORM)
+	IndexHeads int          // Ih
+	IndexDim   int          // Id
+	IndexTopK  int          // keys kept per query
+	IndexEps   float32      // k_norm LayerNorm epsilon (0 in llama.cpp glm-dsa)
+	IndexRope  backend.Rope // rope of the first DRope indexer dims (NORM)
 }
 
-// Weights are one layer's attention weights, each a [out, in] matrix.
+// Weights are one layer's attention weights as loaded from the file, each
+// a [out, in] matrix in its GGUF type.
 type Weights struct {
 	Q       backend.Matrix // [H(dn+dr), E] when QRank == 0
 	QA      backend.Matrix // [QRank, E]
@@ -55,12 +55,105 @@ type IndexerWeights struct {
 	Proj   backend.Matrix // [Ih, E]
 }
 
-// MLA is one layer's attention.
+// Shard is one device's part of a layer's attention: the latent
+// projections, their norms and the indexer replicated, and the heads
+// [Head0, Head0+Heads) of the per-head weights: rows of attn_q_b (or
+// attn_q), attn_k_b and attn_v_b, and the matching columns of attn_output,
+// whose product is therefore a partial sum over heads that the devices
+// add up (all-reduce).
+type Shard struct {
+	Head0, Heads int
+
+	Q, QA, QB, KVA  backend.Weight // Q or QA+QB: [Heads(dn+dr), …]
+	QANorm, KVANorm backend.Buffer
+	KB, VB, Out     backend.Weight // [Heads·kr, dn], [Heads·dv, kr], [E, Heads·dv]
+	Indexer         *IndexerShard
+}
+
+// IndexerShard is the indexer on one device (replicated).
+type IndexerShard struct {
+	QB, K, Proj    backend.Weight
+	KNormW, KNormB backend.Buffer
+}
+
+// Upload puts heads [head0, head0+heads) of w and its replicated parts on
+// dev.
+func (w *Weights) Upload(dev backend.Device, c *Config, head0, heads int) (*Shard, error) {
+	if heads <= 0 || head0 < 0 || head0+heads > c.Heads {
+		return nil, fmt.Errorf("attention: heads [%d, %d) outside [0, %d)", head0, head0+heads, c.Heads)
+	}
+	dq := c.DNope + c.DRope
+	s := &Shard{Head0: head0, Heads: heads}
+	up := uploader{dev: dev}
+	if c.QRank > 0 {
+		s.QA = up.matrix(w.QA)
+		s.QANorm = up.vector(w.QA.Name+" norm", w.QANorm)
+		s.QB = up.matrix(w.QB.Slice(head0*dq, heads*dq))
+	} else {
+		s.Q = up.matrix(w.Q.Slice(head0*dq, heads*dq))
+	}
+	s.KVA = up.matrix(w.KVA)
+	s.KVANorm = up.vector(w.KVA.Name+" norm", w.KVANorm)
+	s.KB = up.matrix(w.KB.Slice(head0*c.KVRank, heads*c.KVRank))
+	s.VB = up.matrix(w.VB.Slice(head0*c.DV, heads*c.DV))
+	if heads == c.Heads {
+		s.Out = up.matrix(w.Out)
+	} else if out, err := w.Out.SliceCols(head0*c.DV, heads*c.DV); err != nil {
+		up.fail(err)
+	} else {
+		s.Out = up.matrix(out)
+	}
+	if iw := w.Indexer; iw != nil {
+		s.Indexer = &IndexerShard{
+			QB:     up.matrix(iw.QB),
+			K:      up.matrix(iw.K),
+			Proj:   up.matrix(iw.Proj),
+			KNormW: up.vector(iw.K.Name+" norm weight", iw.KNormW),
+			KNormB: up.vector(iw.K.Name+" norm bias", iw.KNormB),
+		}
+	}
+	if up.err != nil {
+		return nil, up.err
+	}
+	return s, nil
+}
+
+// uploader uploads to one device, keeping the first error.
+type uploader struct {
+	dev backend.Device
+	err error
+}
+
+func (u *uploader) fail(err error) {
+	if u.err == nil {
+		u.err = err
+	}
+}
+
+func (u *uploader) matrix(m backend.Matrix) backend.Weight {
+	if u.err != nil {
+		return nil
+	}
+	w, err := u.dev.Upload(m)
+	u.fail(err)
+	return w
+}
+
+func (u *uploader) vector(name string, v []float32) backend.Buffer {
+	if u.err != nil {
+		return nil
+	}
+	b, err := u.dev.UploadVector(name, v)
+	u.fail(err)
+	return b
+}
+
+// MLA is one layer's attention on one device.
 type MLA struct {
 	Cfg   *Config
-	W     *Weights
+	W     *Shard
 	Layer int // index into the LatentCache
-	CPU   *cpu.CPU
+	Dev   backend.Device
 }
 
 // Form selects how MLA.Forward computes attention.
@@ -74,292 +167,165 @@ const (
 	Decode
 )
 
-// Scratch holds the buffers of MLA.Forward, grown on demand and reused
-// between layers and calls. After Forward it also holds the results that
-// hooks may want: KQV and Selected.
+// Scratch holds the device buffers of MLA.Forward, grown on demand and
+// reused between layers and calls; all must belong to the MLA's device
+// (see NewScratch). After Forward it also holds the results that hooks
+// may want: KQV and Sel.
 type Scratch struct {
-	qa, cq, q, kva []float32
-	ropeTab        []float32 // [T, dr]
-	idxRopeTab     []float32 // [T, dr]
-	qh, qabs, oabs []float32
-	knope, vals    []float32
-	lat            []float32 // [nKV, kr] gathered latents
-	kb             []float32 // [kr, dn] one head of W_UK
-	scores         []float32
-	iq, ik, iw     []float32
-	iscore         []float32
-	order          []int32
+	qa, cq, q, kva, ik, iq, iw, kqv backend.Scratch
+	sel                             backend.ScratchIDs
 
-	// KQV is the attention output before attn_output, [T, H·dv].
-	KQV []float32
-	// Selected[t] lists the key positions query t attended to, ascending,
-	// when the DSA indexer restricted it; nil means every causal key.
-	Selected [][]int32
+	// KQV is the attention output before attn_output, [T, Heads·dv] of
+	// this device's heads.
+	KQV backend.Buffer
+	// Sel is the DSA selection [T, IndexTopK] (see
+	// backend.Device.IndexerTopK), or nil when every query saw every
+	// causal key.
+	Sel backend.IDs
 }
 
-func grow(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
+// NewScratch returns empty buffers on dev.
+func NewScratch(dev backend.Device) *Scratch {
+	s := &Scratch{}
+	for _, b := range []*backend.Scratch{&s.qa, &s.cq, &s.q, &s.kva, &s.ik, &s.iq, &s.iw, &s.kqv} {
+		b.Dev = dev
 	}
-	return s[:n]
+	s.sel.Dev = dev
+	return s
 }
 
-// Forward computes attention for T new tokens at positions pos0 … pos0+T−1
-// of one sequence: x is the attn_norm output [T, E]; out receives the
-// attn_output projection [T, E]. It writes the new tokens' latents (and
-// indexer keys) to the cache and attends causally over positions
-// [0, pos0+T). Both forms give the same result up to rounding.
-func (a *MLA) Forward(out, x []float32, T, pos0 int, cache *LatentCache, s *Scratch, form Form) {
-	c := a.Cfg
-	H, dn, dr, dv, kr := c.Heads, c.DNope, c.DRope, c.DV, c.KVRank
-	dq := dn + dr
-	nKV := pos0 + T
-
-	// Rope tables for the new positions.
-	s.ropeTab = grow(s.ropeTab, T*dr)
-	for t := 0; t < T; t++ {
-		c.Rope.Table(s.ropeTab[t*dr:(t+1)*dr], pos0+t)
+// Free returns the buffers' memory to the device.
+func (s *Scratch) Free() {
+	for _, b := range []*backend.Scratch{&s.qa, &s.cq, &s.q, &s.kva, &s.ik, &s.iq, &s.iw, &s.kqv} {
+		b.Free()
 	}
+	s.sel.Free()
+}
+
+// bufs gets several scratch buffers, keeping the first error.
+type bufs struct{ err error }
+
+func (g *bufs) get(s *backend.Scratch, n int) backend.Buffer {
+	if g.err != nil {
+		return nil
+	}
+	b, err := s.Get(n)
+	if err != nil {
+		g.err = fmt.Errorf("attention: %w", err)
+	}
+	return b
+}
+
+// Forward issues on the device the attention of T new tokens at positions
+// pos0 … pos0+T−1 of one sequence: x is the attn_norm output [T, E]; out
+// receives this device's share of the attn_output projection [T, E] (the
+// whole of it without tensor parallelism). It writes the new tokens'
+// latents (and indexer keys) to the cache and attends causally over
+// positions [0, pos0+T). Both forms give the same result up to rounding.
+// Errors are allocation failures; device faults surface from Sync.
+func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s *Scratch, form Form) error {
+	c, w, dev := a.Cfg, a.W, a.Dev
+	H, dn, dr, dv, kr := w.Heads, c.DNope, c.DRope, c.DV, c.KVRank
+	dq, wd, nKV := dn+dr, kr+dr, pos0+T
+	var g bufs
 
 	// Query: q = W_UQR · RMSNorm(W_DQ x), per head [q_nope ‖ q_pe].
-	s.q = grow(s.q, T*H*dq)
+	q := g.get(&s.q, T*H*dq)
+	var cq backend.Buffer
 	if c.QRank > 0 {
-		s.qa = grow(s.qa, T*c.QRank)
-		s.cq = grow(s.cq, T*c.QRank)
-		a.CPU.MatMul(s.qa, x, T, a.W.QA)
-		for t := 0; t < T; t++ {
-			cpu.RMSNorm(s.cq[t*c.QRank:(t+1)*c.QRank], s.qa[t*c.QRank:(t+1)*c.QRank], a.W.QANorm, c.RMSEps)
+		qa := g.get(&s.qa, T*c.QRank)
+		cq = g.get(&s.cq, T*c.QRank)
+		if g.err != nil {
+			return g.err
 		}
-		a.CPU.MatMul(s.q, s.cq, T, a.W.QB)
-	} else {
-		a.CPU.MatMul(s.q, x, T, a.W.Q)
+		dev.MatMul(qa, x, T, w.QA)
+		dev.RMSNorm(cq, qa, T, c.QRank, w.QANorm, c.RMSEps)
+		dev.MatMul(q, cq, T, w.QB)
+	} else if g.err == nil {
+		dev.MatMul(q, x, T, w.Q)
 	}
-	for t := 0; t < T; t++ {
-		for h := 0; h < H; h++ {
-			off := (t*H+h)*dq + dn
-			cpu.RopeNorm(s.q[off:off+dr], s.ropeTab[t*dr:(t+1)*dr])
-		}
+	kva := g.get(&s.kva, T*wd)
+	if g.err != nil {
+		return g.err
 	}
+	dev.Rope(q, T, H, dq, dn, pos0, c.Rope)
 
 	// KV latent: [c_raw ‖ k_pe_raw] = W_DKV x; c = RMSNorm(c_raw), k_pe roped.
-	w := kr + dr
-	s.kva = grow(s.kva, T*w)
-	a.CPU.MatMul(s.kva, x, T, a.W.KVA)
-	cache.grow(a.Layer, nKV)
-	lat := cache.Latent(a.Layer, nKV)
-	for t := 0; t < T; t++ {
-		row := lat[(pos0+t)*w : (pos0+t+1)*w]
-		src := s.kva[t*w : (t+1)*w]
-		cpu.RMSNorm(row[:kr], src[:kr], a.W.KVANorm, c.RMSEps)
-		copy(row[kr:], src[kr:])
-		cpu.RopeNorm(row[kr:], s.ropeTab[t*dr:(t+1)*dr])
+	dev.MatMul(kva, x, T, w.KVA)
+	if err := cache.grow(a.Layer, nKV); err != nil {
+		return err
 	}
+	lat := cache.Latent(a.Layer, nKV)
+	rows := lat.Slice(pos0*wd, T*wd)
+	dev.Copy(rows, kva)
+	dev.RMSNorm(rows, rows, T, wd, w.KVANorm, c.RMSEps)
+	dev.Rope(rows, T, 1, wd, kr, pos0, c.Rope)
 
 	// DSA: choose the keys each query may see.
-	s.Selected = s.Selected[:0]
-	if a.W.Indexer != nil {
-		a.index(x, T, pos0, cache, s)
+	s.Sel = nil
+	if w.Indexer != nil {
+		if err := a.index(x, cq, T, pos0, cache, s); err != nil {
+			return err
+		}
 	}
 
-	s.KQV = grow(s.KQV, T*H*dv)
+	kqv := g.get(&s.kqv, T*H*dv)
+	if g.err != nil {
+		return g.err
+	}
+	s.KQV = kqv
+	p := backend.MLAParams{Heads: H, DNope: dn, DRope: dr, DV: dv, KVRank: kr, Tau: c.Tau, TopK: c.IndexTopK}
 	switch form {
 	case Prefill:
-		a.prefill(T, pos0, lat, s)
+		dev.AttentionPrefill(kqv, q, lat, w.KB, w.VB, s.Sel, T, pos0, p)
 	case Decode:
-		a.decode(T, pos0, lat, s)
+		dev.AttentionDecode(kqv, q, lat, w.KB, w.VB, s.Sel, T, pos0, p)
 	default:
 		panic(fmt.Sprintf("attention: unknown form %d", form))
 	}
-	a.CPU.MatMul(out, s.KQV, T, a.W.Out)
-}
-
-// keys returns the key positions query t may attend to: the indexer's
-// selection, or nil for every position [0, pos0+t].
-func (s *Scratch) keys(t int) []int32 {
-	if t < len(s.Selected) {
-		return s.Selected[t]
-	}
+	dev.MatMul(out, kqv, T, w.Out)
 	return nil
 }
 
-// attend computes softmax(τ·score) over the keys of one query (scores holds
-// one entry per key in keys, or per position [0, n) when keys is nil) and
-// accumulates Σ a_s · vals(s) into o.
-func attend(o, scores []float32, keys []int32, n int, val func(s int) []float32) {
-	cpu.Softmax(scores)
-	clear(o)
-	if keys == nil {
-		for s := 0; s < n; s++ {
-			cpu.Axpy(o, scores[s], val(s))
-		}
-		return
-	}
-	for i, s := range keys {
-		cpu.Axpy(o, scores[i], val(int(s)))
-	}
-}
-
-// prefill is GLM5-MATH section 3.2: per head, k_nope and v for every cached
-// position, then ordinary causal attention.
-func (a *MLA) prefill(T, pos0 int, lat []float32, s *Scratch) {
-	c := a.Cfg
-	H, dn, dr, dv, kr := c.Heads, c.DNope, c.DRope, c.DV, c.KVRank
-	dq, w, nKV := dn+dr, kr+dr, pos0+T
-
-	// Gather the latents c_s as a contiguous [nKV, kr] matrix.
-	s.lat = grow(s.lat, nKV*kr)
-	for p := 0; p < nKV; p++ {
-		copy(s.lat[p*kr:(p+1)*kr], lat[p*w:p*w+kr])
-	}
-	s.kb = grow(s.kb, kr*dn)
-	s.knope = grow(s.knope, nKV*dn)
-	s.vals = grow(s.vals, nKV*dv)
-	s.scores = grow(s.scores, nKV)
-	for h := 0; h < H; h++ {
-		// k_nope_s = W_UK_h c_s: W_UK_h is stored transposed (rows of dn
-		// per latent index), so accumulate c_s[i]·row_i.
-		cpu.Dequantize(s.kb, a.W.KB.Slice(h*kr, kr))
-		clear(s.knope)
-		for p := 0; p < nKV; p++ {
-			kn := s.knope[p*dn : (p+1)*dn]
-			for i, ci := range s.lat[p*kr : (p+1)*kr] {
-				cpu.Axpy(kn, ci, s.kb[i*dn:(i+1)*dn])
-			}
-		}
-		// v_s = W_UV_h c_s.
-		a.CPU.MatMul(s.vals, s.lat, nKV, a.W.VB.Slice(h*dv, dv))
-
-		for t := 0; t < T; t++ {
-			q := s.q[(t*H+h)*dq : (t*H+h+1)*dq]
-			keys := s.keys(t)
-			n := pos0 + t + 1
-			sc := s.scores[:n]
-			if keys != nil {
-				sc = s.scores[:len(keys)]
-			}
-			for i := range sc {
-				p := i
-				if keys != nil {
-					p = int(keys[i])
-				}
-				kpe := lat[p*w+kr : (p+1)*w]
-				sc[i] = c.Tau * (cpu.Dot(q[:dn], s.knope[p*dn:(p+1)*dn]) + cpu.Dot(q[dn:], kpe))
-			}
-			attend(s.KQV[(t*H+h)*dv:(t*H+h+1)*dv], sc, keys, n, func(p int) []float32 {
-				return s.vals[p*dv : (p+1)*dv]
-			})
-		}
-	}
-}
-
-// decode is GLM5-MATH section 3.3: absorb W_UK into the query, attend over
-// the latent rows [c ‖ k_pe] as one KV head, expand through W_UV.
-func (a *MLA) decode(T, pos0 int, lat []float32, s *Scratch) {
-	c := a.Cfg
-	H, dn, dr, dv, kr := c.Heads, c.DNope, c.DRope, c.DV, c.KVRank
-	dq, w := dn+dr, kr+dr
-	s.qh = grow(s.qh, T*dn)
-	s.qabs = grow(s.qabs, T*kr)
-	s.oabs = grow(s.oabs, T*kr)
-	s.vals = grow(s.vals, T*dv)
-	s.scores = grow(s.scores, pos0+T)
-	for h := 0; h < H; h++ {
-		// q̃_h = W_UK_hᵀ q_nope_h: attn_k_b rows of dn, so a plain matmul.
-		for t := 0; t < T; t++ {
-			copy(s.qh[t*dn:(t+1)*dn], s.q[(t*H+h)*dq:(t*H+h)*dq+dn])
-		}
-		a.CPU.MatMul(s.qabs, s.qh, T, a.W.KB.Slice(h*kr, kr))
-		for t := 0; t < T; t++ {
-			qabs := s.qabs[t*kr : (t+1)*kr]
-			qpe := s.q[(t*H+h)*dq+dn : (t*H+h+1)*dq]
-			keys := s.keys(t)
-			n := pos0 + t + 1
-			sc := s.scores[:n]
-			if keys != nil {
-				sc = s.scores[:len(keys)]
-			}
-			for i := range sc {
-				p := i
-				if keys != nil {
-					p = int(keys[i])
-				}
-				row := lat[p*w : (p+1)*w]
-				sc[i] = c.Tau * (cpu.Dot(qabs, row[:kr]) + cpu.Dot(qpe, row[kr:]))
-			}
-			attend(s.oabs[t*kr:(t+1)*kr], sc, keys, n, func(p int) []float32 {
-				return lat[p*w : p*w+kr]
-			})
-		}
-		// o_h = W_UV_h ô_h.
-		a.CPU.MatMul(s.vals, s.oabs, T, a.W.VB.Slice(h*dv, dv))
-		for t := 0; t < T; t++ {
-			copy(s.KQV[(t*H+h)*dv:(t*H+h+1)*dv], s.vals[t*dv:(t+1)*dv])
-		}
-	}
-}
-
 // index runs the DSA lightning indexer (GLM5-MATH section 6): it caches the
-// new tokens' indexer keys and, for each query with more visible keys than
-// IndexTopK, selects the IndexTopK best-scoring ones into s.Selected.
-func (a *MLA) index(x []float32, T, pos0 int, cache *LatentCache, s *Scratch) {
-	c := a.Cfg
+// new tokens' indexer keys and, once some query sees more than IndexTopK
+// keys, selects each query's keys into s.Sel.
+func (a *MLA) index(x, cq backend.Buffer, T, pos0 int, cache *LatentCache, s *Scratch) error {
+	c, dev := a.Cfg, a.Dev
 	iw := a.W.Indexer
-	Ih, Id, dr := c.IndexHeads, c.IndexDim, c.DRope
+	Ih, Id := c.IndexHeads, c.IndexDim
 	nKV := pos0 + T
+	var g bufs
 
 	// Keys: kI = rope(LayerNorm(W_Ik x)), rope on the first dr dims.
-	s.idxRopeTab = grow(s.idxRopeTab, T*dr)
-	for t := 0; t < T; t++ {
-		c.IndexRope.Table(s.idxRopeTab[t*dr:(t+1)*dr], pos0+t)
+	ik := g.get(&s.ik, T*Id)
+	if g.err != nil {
+		return g.err
 	}
-	s.ik = grow(s.ik, T*Id)
-	a.CPU.MatMul(s.ik, x, T, iw.K)
+	dev.MatMul(ik, x, T, iw.K)
 	keys := cache.IndexKeys(a.Layer, nKV)
-	for t := 0; t < T; t++ {
-		k := keys[(pos0+t)*Id : (pos0+t+1)*Id]
-		cpu.LayerNorm(k, s.ik[t*Id:(t+1)*Id], iw.KNormW, iw.KNormB, c.IndexEps)
-		cpu.RopeNorm(k[:dr], s.idxRopeTab[t*dr:(t+1)*dr])
-	}
+	rows := keys.Slice(pos0*Id, T*Id)
+	dev.LayerNorm(rows, ik, T, Id, iw.KNormW, iw.KNormB, c.IndexEps)
+	dev.Rope(rows, T, 1, Id, 0, pos0, c.IndexRope)
 	if nKV <= c.IndexTopK {
-		return // every query sees at most top_k keys: dense (section 6)
+		return nil // every query sees at most top_k keys: dense (section 6)
 	}
 
 	// Queries and head weights.
-	s.iq = grow(s.iq, T*Ih*Id)
-	a.CPU.MatMul(s.iq, s.cq, T, iw.QB)
-	s.iw = grow(s.iw, T*Ih)
-	a.CPU.MatMul(s.iw, x, T, iw.Proj)
-	cpu.Scale(s.iw, 1/float32(math.Sqrt(float64(Id*Ih))))
-	s.iscore = grow(s.iscore, nKV)
-	for t := 0; t < T; t++ {
-		q := s.iq[t*Ih*Id : (t+1)*Ih*Id]
-		for h := 0; h < Ih; h++ {
-			cpu.RopeNorm(q[h*Id:h*Id+dr], s.idxRopeTab[t*dr:(t+1)*dr])
-		}
+	iq := g.get(&s.iq, T*Ih*Id)
+	wt := g.get(&s.iw, T*Ih)
+	if g.err != nil {
+		return g.err
 	}
-	for len(s.Selected) < T {
-		s.Selected = append(s.Selected, nil)
+	sel, err := s.sel.Get(T * c.IndexTopK)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
 	}
-	s.Selected = s.Selected[:T]
-	for t := 0; t < T; t++ {
-		n := pos0 + t + 1
-		if n <= c.IndexTopK {
-			s.Selected[t] = nil
-			continue
-		}
-		q := s.iq[t*Ih*Id : (t+1)*Ih*Id]
-		wt := s.iw[t*Ih : (t+1)*Ih]
-		sc := s.iscore[:n]
-		for p := 0; p < n; p++ {
-			k := keys[p*Id : (p+1)*Id]
-			var sum float32
-			for h := 0; h < Ih; h++ {
-				if d := cpu.Dot(q[h*Id:(h+1)*Id], k); d > 0 {
-					sum += wt[h] * d
-				}
-			}
-			sc[p] = sum
-		}
-		s.Selected[t] = topK(s.Selected[t][:0], sc, c.IndexTopK, &s.order)
-	}
+	dev.MatMul(iq, cq, T, iw.QB)
+	dev.MatMul(wt, x, T, iw.Proj)
+	dev.Scale(wt, 1/float32(math.Sqrt(float64(Id*Ih))))
+	dev.Rope(iq, T, Ih, Id, 0, pos0, c.IndexRope)
+	dev.IndexerTopK(sel, iq, wt, keys, T, pos0, backend.IndexerParams{Heads: Ih, Dim: Id, TopK: c.IndexTopK})
+	s.Sel = sel
+	return nil
 }

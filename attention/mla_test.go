@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/glmrun/glmrun/backend"
@@ -35,12 +36,18 @@ func randVec(r *rand.Rand, n int, mean, std float64) []float32 {
 	return v
 }
 
+// layer is a random MLA layer: config and host weights.
+type layer struct {
+	c *Config
+	w *Weights
+}
+
 // testLayer builds a small random MLA layer, with a DSA indexer keeping
 // topK keys when topK > 0.
-func testLayer(seed uint64, topK int) *MLA {
+func testLayer(seed uint64, topK int) layer {
 	r := rand.New(rand.NewPCG(seed, 7))
 	c := &Config{Embd: 64, Heads: 4, QRank: 48, KVRank: 32, DNope: 16, DRope: 8, DV: 12, RMSEps: 1e-5,
-		Tau: 1 / float32(math.Sqrt(24)), Rope: cpu.Rope{Dims: 8, Base: 10000, FreqScale: 1, AttnFactor: 1}}
+		Tau: 1 / float32(math.Sqrt(24)), Rope: backend.Rope{Dims: 8, Base: 10000, FreqScale: 1, AttnFactor: 1}}
 	H, kr := c.Heads, c.KVRank
 	w := &Weights{
 		QA:      randMatrix(r, "q_a", c.QRank, c.Embd),
@@ -62,37 +69,70 @@ func testLayer(seed uint64, topK int) *MLA {
 			Proj:   randMatrix(r, "iw", 4, c.Embd),
 		}
 	}
-	return &MLA{Cfg: c, W: w, CPU: cpu.New(2)}
+	return layer{c, w}
 }
 
 // run feeds x [T, E] through the layer in chunks (sizes in chunks) with the
-// given form and returns the outputs [T, E] and each query's selected keys.
-func run(t *testing.T, a *MLA, x []float32, chunks []int, form Form) ([]float32, [][]int32) {
+// given form, its heads split evenly over devs devices whose partial
+// outputs are summed, and returns the outputs [T, E] and each query's
+// selected keys (nil: all causal keys).
+func run(t *testing.T, ly layer, x []float32, chunks []int, form Form, devs int) ([]float32, [][]int32) {
 	t.Helper()
-	E := a.Cfg.Embd
+	E := ly.c.Embd
 	T := len(x) / E
 	idx := []int{0}
-	if a.W.Indexer != nil {
-		idx[0] = a.Cfg.IndexDim
+	if ly.w.Indexer != nil {
+		idx[0] = ly.c.IndexDim
 	}
-	cache, err := NewLatentCache(1, T, a.Cfg.KVRank, a.Cfg.DRope, idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s Scratch
 	out := make([]float32, T*E)
 	var sel [][]int32
-	pos := 0
-	for _, n := range chunks {
-		a.Forward(out[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, pos, cache, &s, form)
-		for i := 0; i < n; i++ {
-			if i < len(s.Selected) && s.Selected[i] != nil {
-				sel = append(sel, slices.Clone(s.Selected[i]))
-			} else {
-				sel = append(sel, nil)
-			}
+	per := ly.c.Heads / devs
+	for d := 0; d < devs; d++ {
+		dev := cpu.NewDevice(d, 2, 0)
+		sh, err := ly.w.Upload(dev, ly.c, d*per, per)
+		if err != nil {
+			t.Fatal(err)
 		}
-		pos += n
+		a := &MLA{Cfg: ly.c, W: sh, Dev: dev}
+		cache, err := NewLatentCache(dev, 1, T, ly.c.KVRank, ly.c.DRope, idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewScratch(dev)
+		part, _ := dev.Alloc(T * E)
+		xb, _ := dev.Alloc(T * E)
+		dev.Write(xb, x)
+		pos := 0
+		for _, n := range chunks {
+			if err := a.Forward(part.Slice(pos*E, n*E), xb.Slice(pos*E, n*E), n, pos, cache, s, form); err != nil {
+				t.Fatal(err)
+			}
+			if d == 0 {
+				K := ly.c.IndexTopK
+				for i := 0; i < n; i++ {
+					if s.Sel == nil {
+						sel = append(sel, nil)
+						continue
+					}
+					row := make([]int32, K)
+					dev.ReadIDs(row, s.Sel.Slice(i*K, K))
+					if j := slices.Index(row, -1); j >= 0 {
+						row = row[:j]
+					}
+					if len(row) == pos+i+1 {
+						row = nil // all causal keys
+					}
+					sel = append(sel, row)
+				}
+			}
+			pos += n
+		}
+		if err := dev.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, T*E)
+		dev.Read(got, part)
+		cpu.Add(out, got)
 	}
 	return out, sel
 }
@@ -112,18 +152,21 @@ func TestFormsAgree(t *testing.T) {
 	const T = 12
 	for _, topK := range []int{0, 5, 100} {
 		a := testLayer(uint64(topK)+1, topK)
-		x := randVec(rand.New(rand.NewPCG(9, 9)), T*a.Cfg.Embd, 0, 1)
-		want, wantSel := run(t, a, x, []int{T}, Prefill)
+		x := randVec(rand.New(rand.NewPCG(9, 9)), T*a.c.Embd, 0, 1)
+		want, wantSel := run(t, a, x, []int{T}, Prefill, 1)
 		for _, tc := range []struct {
 			name   string
 			chunks []int
 			form   Form
+			devs   int
 		}{
-			{"decode batch", []int{T}, Decode},
-			{"decode one by one", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, Decode},
-			{"prefill pieces", []int{3, 4, 5}, Prefill},
+			{"decode batch", []int{T}, Decode, 1},
+			{"decode one by one", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, Decode, 1},
+			{"prefill pieces", []int{3, 4, 5}, Prefill, 1},
+			{"prefill 2 devices", []int{T}, Prefill, 2},
+			{"decode 4 devices", []int{5, 1, 6}, Decode, 4},
 		} {
-			got, gotSel := run(t, a, x, tc.chunks, tc.form)
+			got, gotSel := run(t, a, x, tc.chunks, tc.form, tc.devs)
 			if d := maxDiff(got, want); d > 1e-5 {
 				t.Errorf("topK %d %s: outputs differ by %g", topK, tc.name, d)
 			}
@@ -152,10 +195,10 @@ func TestFormsAgree(t *testing.T) {
 func TestSparseChangesOutput(t *testing.T) {
 	const T = 12
 	dense, sparse := testLayer(3, 0), testLayer(3, 5)
-	x := randVec(rand.New(rand.NewPCG(9, 9)), T*dense.Cfg.Embd, 0, 1)
-	d, _ := run(t, dense, x, []int{T}, Prefill)
-	s, _ := run(t, sparse, x, []int{T}, Prefill)
-	E := dense.Cfg.Embd
+	x := randVec(rand.New(rand.NewPCG(9, 9)), T*dense.c.Embd, 0, 1)
+	d, _ := run(t, dense, x, []int{T}, Prefill, 1)
+	s, _ := run(t, sparse, x, []int{T}, Prefill, 1)
+	E := dense.c.Embd
 	if diff := maxDiff(d[:5*E], s[:5*E]); diff != 0 {
 		t.Errorf("first 5 queries differ by %g", diff)
 	}
@@ -164,42 +207,59 @@ func TestSparseChangesOutput(t *testing.T) {
 	}
 }
 
-func TestTopK(t *testing.T) {
-	var order []int32
-	scores := []float32{0.5, 2, -1, 2, 7, 0}
-	if got := topK(nil, scores, 3, &order); !slices.Equal(got, []int32{1, 3, 4}) {
-		t.Errorf("topK 3 = %v", got)
-	}
-	if got := topK(nil, scores, 2, &order); !slices.Equal(got, []int32{1, 4}) { // tie: lower index
-		t.Errorf("topK 2 = %v", got)
-	}
-	if got := topK(nil, scores, 10, &order); len(got) != 6 {
-		t.Errorf("topK 10 = %v", got)
-	}
-}
-
 func TestLatentCache(t *testing.T) {
-	if _, err := NewLatentCache(0, 4, 8, 2, nil); err == nil {
+	dev := cpu.NewDevice(0, 1, 0)
+	if _, err := NewLatentCache(dev, 0, 4, 8, 2, nil); err == nil {
 		t.Error("no layers accepted")
 	}
-	if _, err := NewLatentCache(2, 4, 8, 2, []int{1}); err == nil {
+	if _, err := NewLatentCache(dev, 2, 4, 8, 2, []int{1}); err == nil {
 		t.Error("wrong indexer widths accepted")
 	}
-	c, err := NewLatentCache(2, 4, 8, 2, []int{0, 3})
+	c, err := NewLatentCache(dev, 2, 4, 8, 2, []int{0, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.grow(1, 3)
-	if len(c.Latent(1, 3)) != 30 || len(c.IndexKeys(1, 3)) != 9 || c.IndexKeys(0, 0) != nil {
-		t.Errorf("sizes: %d latent, %d keys", len(c.Latent(1, 3)), len(c.IndexKeys(1, 3)))
+	if got := c.BytesPerToken(); got != 4*(10+10+3) {
+		t.Errorf("BytesPerToken %d, want %d", got, 4*23)
 	}
-	c.Latent(1, 3)[29] = 5
-	c.grow(1, 4)
-	if c.Latent(1, 4)[29] != 5 {
+	if err := c.grow(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if c.Latent(1, 3).Len() != 30 || c.IndexKeys(1, 3).Len() != 9 || c.IndexKeys(0, 0) != nil {
+		t.Errorf("sizes: %d latent, %d keys", c.Latent(1, 3).Len(), c.IndexKeys(1, 3).Len())
+	}
+	cpu.F32(c.Latent(1, 3))[29] = 5
+	if err := c.grow(1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if cpu.F32(c.Latent(1, 4))[29] != 5 {
 		t.Error("grow lost data")
 	}
-	c.Reset()
-	if len(c.latent[1]) != 0 {
-		t.Error("Reset kept positions")
+	if err := c.grow(1, 5); err == nil {
+		t.Error("grow beyond Size accepted")
+	}
+	if dev.Used() != 4*(4*10+4*3) {
+		t.Errorf("device holds %d bytes, want %d", dev.Used(), 4*(4*10+4*3))
+	}
+	c.Free()
+	if dev.Used() != 0 {
+		t.Errorf("%d bytes in use after Free", dev.Used())
+	}
+}
+
+// TestBudget: a cache that does not fit the device's budget fails with an
+// error naming the device.
+func TestBudget(t *testing.T) {
+	dev := cpu.NewDevice(3, 1, 100)
+	c, err := NewLatentCache(dev, 1, 10, 8, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.grow(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	err = c.grow(0, 3)
+	if err == nil || !strings.Contains(err.Error(), "cpu:3") || !strings.Contains(err.Error(), "do not fit") {
+		t.Errorf("error %v, want a budget error naming cpu:3", err)
 	}
 }

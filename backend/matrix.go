@@ -1,7 +1,9 @@
 package backend
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -55,4 +57,49 @@ func (m Matrix) Slice(row, n int) Matrix {
 // Row returns the bytes of row r.
 func (m Matrix) Row(r int) []byte {
 	return m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
+}
+
+// SliceCols returns columns [col, col+n) of every row of m as a new
+// matrix (a head block of attn_output, a column shard of ffn_down). When
+// both ends fall on quantization block boundaries the rows keep m's type
+// and bytes; otherwise they are dequantized to F32, which gives the same
+// products. The result owns new memory.
+func (m Matrix) SliceCols(col, n int) (Matrix, error) {
+	if col < 0 || n <= 0 || col+n > m.Cols {
+		return Matrix{}, fmt.Errorf("backend: %s: columns [%d, %d) out of range [0, %d)", m.Name, col, col+n, m.Cols)
+	}
+	if ColsAligned(m.Type, col, n) {
+		bs := m.Type.BlockSize()
+		rb, err := m.Type.RowSize(int64(n))
+		if err != nil {
+			return Matrix{}, fmt.Errorf("backend: %s: %w", m.Name, err)
+		}
+		off := col / bs * m.Type.TypeSize()
+		data := make([]byte, 0, int(rb)*m.Rows)
+		for r := 0; r < m.Rows; r++ {
+			data = append(data, m.Row(r)[off:off+int(rb)]...)
+		}
+		s := m
+		s.Cols, s.RowBytes, s.Data = n, int(rb), data
+		return s, nil
+	}
+	row := make([]float32, m.Cols)
+	data := make([]byte, 0, 4*n*m.Rows)
+	for r := 0; r < m.Rows; r++ {
+		if err := tensor.Dequantize(m.Type, m.Row(r), row); err != nil {
+			return Matrix{}, fmt.Errorf("backend: %s: %w", m.Name, err)
+		}
+		for _, v := range row[col : col+n] {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+		}
+	}
+	s := m
+	s.Type, s.Cols, s.RowBytes, s.Data = tensor.F32, n, 4*n, data
+	return s, nil
+}
+
+// ColsAligned reports whether SliceCols(col, n) keeps m's type.
+func ColsAligned(t tensor.Type, col, n int) bool {
+	bs := t.BlockSize()
+	return bs > 0 && col%bs == 0 && n%bs == 0
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 
+	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
 	"github.com/glmrun/glmrun/model"
 )
 

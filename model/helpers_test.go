@@ -3,6 +3,8 @@ package model
 import (
 	"testing"
 
+	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
+
 	"github.com/glmrun/glmrun/internal/testmodels"
 )
 

@@ -1,6 +1,10 @@
 package model
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/glmrun/glmrun/backend"
+)
 
 // Hook receives named intermediate activations in forward order. shape is
 // row-major (outermost first), e.g. [nTokens, nEmbd]; data is valid only
@@ -11,7 +15,10 @@ import "strconv"
 // "blk.N.ffn_norm", for MoE layers "blk.N.ffn_moe_out" and
 // "blk.N.ffn_shexp", then "blk.N.ffn_out" and "blk.N.out" (the residual
 // stream after the layer, llama.cpp's l_out-N); finally "result_norm" and
-// "result_output" (the logits).
+// "result_output" (the logits). With tensor parallelism over n > 1
+// devices, each device's partial sum before the all-reduce comes first:
+// "blk.N.attn_out.shard0" … "blk.N.attn_out.shard<n-1>", then
+// "blk.N.attn_out" (likewise ffn_out).
 type Hook func(name string, layer int, shape []int, data []float32)
 
 // IDHook receives the discrete decisions of the forward pass, in forward
@@ -22,8 +29,20 @@ type Hook func(name string, layer int, shape []int, data []float32)
 // the call.
 type IDHook func(name string, layer int, shape []int, ids []int32)
 
-// emit calls the hook, if any, for layer (−1: global) and node.
-func (s *Session) emit(layer int, node string, data []float32, shape ...int) {
+// emit calls the hook, if any, for layer (−1: global) and node with the
+// contents of b on ss's device.
+func (s *Session) emit(layer int, node string, ss *sessionShard, b backend.Buffer, shape ...int) {
+	if s.opts.Hook == nil {
+		return
+	}
+	v := grow(s.host.a, b.Len())
+	s.host.a = v
+	ss.dev.Read(v, b)
+	s.opts.Hook(nodeName(layer, node), layer, shape, v)
+}
+
+// emitHost calls the hook, if any, with host data.
+func (s *Session) emitHost(layer int, node string, data []float32, shape ...int) {
 	if s.opts.Hook == nil {
 		return
 	}

@@ -4,15 +4,27 @@ import (
 	"fmt"
 
 	"github.com/glmrun/glmrun/attention"
-	"github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/gguf"
 )
 
 // Options configures Load.
 type Options struct {
-	// Threads is the number of worker goroutines per kernel; 0 means
-	// runtime.GOMAXPROCS(0).
+	// Threads is the number of worker goroutines per kernel (per device
+	// on the CPU backend); 0 means runtime.GOMAXPROCS(0).
 	Threads int
+	// TensorParallel is the number of devices the model is split over
+	// (see Plan); 0 and 1 mean one device. On the CPU backend the devices
+	// are virtual, each with its own workers and memory budget.
+	TensorParallel int
+	// Backend names a registered backend (see backend.Open); "" means
+	// "cpu". The program must import the backend's package, e.g.
+	// _ "github.com/glmrun/glmrun/backend/cpu".
+	Backend string
+	// DeviceMemory is each device's memory budget in bytes; 0 means the
+	// backend's default (none on the CPU). Load fails with an error
+	// naming the device when the weights do not fit.
+	DeviceMemory int64
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -22,8 +34,11 @@ type Model struct {
 	w       *Weights
 	file    *gguf.File
 	ownFile bool
-	cpu     *cpu.CPU
 	attnCfg attention.Config
+	plan    Plan
+	devs    []backend.Device
+	coll    backend.Collective
+	shards  []*shard
 }
 
 // Load opens the GGUF file at path and loads the model in it. Close the
@@ -42,11 +57,20 @@ func Load(path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// New loads the model held in an open GGUF file. The model reads f's
-// mapped tensor data, so f must stay open while the model is used; Close
-// on such a model does not close f.
+// New loads the model held in an open GGUF file onto the devices opts
+// asks for. The model reads f's mapped tensor data, so f must stay open
+// while the model is used; Close on such a model does not close f.
 func New(f *gguf.File, opts Options) (*Model, error) {
 	cfg, err := readConfig(fileMeta{f})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	if opts.TensorParallel < 0 || opts.Threads < 0 || opts.DeviceMemory < 0 {
+		return nil, fmt.Errorf("model: negative option: tensor parallelism %d, threads %d, device memory %d",
+			opts.TensorParallel, opts.Threads, opts.DeviceMemory)
+	}
+	n := max(opts.TensorParallel, 1)
+	plan, err := NewPlan(&cfg, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
@@ -54,8 +78,20 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, w: w, file: f, cpu: cpu.New(opts.Threads)}
+	name := opts.Backend
+	if name == "" {
+		name = "cpu"
+	}
+	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory})
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll}
 	m.attnCfg = m.newAttnConfig()
+	if err := m.upload(); err != nil {
+		m.closeDevices()
+		return nil, fmt.Errorf("model: %s: %w", f.Path, err)
+	}
 	return m, nil
 }
 
@@ -63,14 +99,14 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 func (m *Model) newAttnConfig() attention.Config {
 	c := &m.cfg
 	attnFactor, tau := c.ropeScales()
-	rope := cpu.Rope{Dims: c.DRope, Base: c.RopeBase, FreqScale: 1, AttnFactor: attnFactor}
+	rope := backend.Rope{Dims: c.DRope, Base: c.RopeBase, FreqScale: 1, AttnFactor: attnFactor}
 	switch c.RopeScaling {
 	case "linear":
 		rope.FreqScale = 1 / c.RopeFactor
 	case "yarn":
 		rope.FreqScale = 1 / c.RopeFactor
 		rope.ExtFactor = 1
-		rope.CorrDims = cpu.YaRNCorrDims(c.DRope, c.RopeOrigCtx, c.RopeBase, c.YaRNBetaFast, c.YaRNBetaSlow)
+		rope.CorrDims = backend.YaRNCorrDims(c.DRope, c.RopeOrigCtx, c.RopeBase, c.YaRNBetaFast, c.YaRNBetaSlow)
 	}
 	return attention.Config{
 		Embd: c.Embd, Heads: c.Heads, QRank: c.QLoraRank, KVRank: c.KVLoraRank,
@@ -88,14 +124,36 @@ func (m *Model) Config() Config { return m.cfg }
 // Weights returns the model's tensors (read-only).
 func (m *Model) Weights() *Weights { return m.w }
 
-// Close releases the model; it unmaps the file if Load opened it.
+// Plan returns how the model is split over its devices.
+func (m *Model) Plan() Plan { return m.plan }
+
+// Devices returns the devices the model runs on (device d holds shard d).
+func (m *Model) Devices() []backend.Device { return m.devs }
+
+// closeDevices closes the model's devices.
+func (m *Model) closeDevices() error {
+	var first error
+	for _, d := range m.devs {
+		if err := d.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.devs = nil
+	return first
+}
+
+// Close releases the model's devices; it unmaps the file if Load opened
+// it.
 func (m *Model) Close() error {
+	devErr := m.closeDevices()
 	if m.ownFile && m.file != nil {
 		err := m.file.Close()
 		m.file = nil
-		return err
+		if err != nil {
+			return err
+		}
 	}
-	return nil
+	return devErr
 }
 
 // fileMeta adapts *gguf.File to the config reader.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/glmrun/glmrun/attention"
-	"github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/backend"
 )
 
 // SessionOptions configures a Session.
@@ -17,15 +17,36 @@ type SessionOptions struct {
 	IDHook      IDHook // optional decision hook
 }
 
-// Session is one sequence being run through a model: its latent KV cache,
-// its position and its buffers. A Session is not safe for concurrent use.
+// Session is one sequence being run through a model: its latent KV cache
+// (one copy per device), its position and its buffers. A Session is not
+// safe for concurrent use.
 type Session struct {
-	m     *Model
-	opts  SessionOptions
-	pos   int
-	cache *attention.LatentCache
-	mla   []attention.MLA
-	st    runState
+	m      *Model
+	opts   SessionOptions
+	pos    int
+	shards []*sessionShard
+	host   hostState
+}
+
+// sessionShard is a Session's state on one device.
+type sessionShard struct {
+	sh      *shard
+	dev     backend.Device
+	cache   *attention.LatentCache
+	mla     []attention.MLA
+	scratch *attention.Scratch
+
+	h, x, attnOut, ffnOut, tmp backend.Scratch // [T, E]
+	gate, up                   backend.Scratch // [T, F] of this device
+	routerLogits, routerW      backend.Scratch // [T, X], [T, K]
+	logits                     backend.Scratch // [T, V] (device 0)
+	ids                        backend.ScratchIDs
+}
+
+// hostState holds host copies for hooks.
+type hostState struct {
+	a, b []float32
+	ids  []int32
 }
 
 // ErrContextFull is returned when tokens would not fit in the context.
@@ -39,6 +60,9 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.ContextSize == 0 {
 		opts.ContextSize = m.cfg.ContextLength
 	}
+	if m.devs == nil {
+		return nil, errors.New("model: the model is closed")
+	}
 	c := &m.cfg
 	idx := make([]int, c.Layers)
 	for l := range idx {
@@ -46,15 +70,45 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 			idx[l] = c.IndexerDim
 		}
 	}
-	cache, err := attention.NewLatentCache(c.Layers, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	s := &Session{m: m, opts: opts, cache: cache, mla: make([]attention.MLA, c.Layers)}
-	for l := range s.mla {
-		s.mla[l] = attention.MLA{Cfg: &m.attnCfg, W: &m.w.Layers[l].Attn, Layer: l, CPU: m.cpu}
+	s := &Session{m: m, opts: opts}
+	for _, sh := range m.shards {
+		dev := sh.dev
+		cache, err := attention.NewLatentCache(dev, c.Layers, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		ss := &sessionShard{sh: sh, dev: dev, cache: cache, mla: make([]attention.MLA, c.Layers),
+			scratch: attention.NewScratch(dev)}
+		for l := range ss.mla {
+			ss.mla[l] = attention.MLA{Cfg: &m.attnCfg, W: sh.layers[l].attn, Layer: l, Dev: dev}
+		}
+		for _, b := range ss.bufs() {
+			b.Dev = dev
+		}
+		ss.ids.Dev = dev
+		s.shards = append(s.shards, ss)
 	}
 	return s, nil
+}
+
+func (ss *sessionShard) bufs() []*backend.Scratch {
+	return []*backend.Scratch{&ss.h, &ss.x, &ss.attnOut, &ss.ffnOut, &ss.tmp, &ss.gate, &ss.up,
+		&ss.routerLogits, &ss.routerW, &ss.logits}
+}
+
+// Close returns the session's device memory (KV cache and buffers); the
+// session must not be used after.
+func (s *Session) Close() error {
+	for _, ss := range s.shards {
+		ss.cache.Free()
+		ss.scratch.Free()
+		for _, b := range ss.bufs() {
+			b.Free()
+		}
+		ss.ids.Free()
+	}
+	s.shards = nil
+	return nil
 }
 
 // Pos returns the number of tokens in the sequence so far.
@@ -65,8 +119,7 @@ func (s *Session) ContextSize() int { return s.opts.ContextSize }
 
 // Reset empties the sequence, keeping its buffers.
 func (s *Session) Reset() {
-	s.pos = 0
-	s.cache.Reset()
+	s.pos = 0 // cache rows are rewritten before they are read again
 }
 
 // Prefill runs tokens through the model in one batch with the prefill
@@ -107,110 +160,4 @@ func (s *Session) check(tokens []int32) error {
 			ErrContextFull, len(tokens), s.pos, s.opts.ContextSize)
 	}
 	return nil
-}
-
-// runState holds the activations of one forward call, reused between calls.
-type runState struct {
-	h, x, attnOut, ffnOut []float32 // [T, E]
-	scratch               attention.Scratch
-	moe                   moeState
-	ffn                   ffnState
-	ids                   []int32
-}
-
-func grow(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
-}
-
-// forward runs the trunk for tokens at the current position and returns
-// the logits [T, V] (a new slice owned by the caller).
-func (s *Session) forward(tokens []int32, form attention.Form) ([]float32, error) {
-	if err := s.check(tokens); err != nil {
-		return nil, err
-	}
-	m, c, st := s.m, &s.m.cfg, &s.st
-	T, E, pos0 := len(tokens), c.Embd, s.pos
-	st.h = grow(st.h, T*E)
-	st.x = grow(st.x, T*E)
-	st.attnOut = grow(st.attnOut, T*E)
-	st.ffnOut = grow(st.ffnOut, T*E)
-
-	// Token embedding.
-	for t, tok := range tokens {
-		cpu.DequantizeRow(st.h[t*E:(t+1)*E], m.w.TokenEmbd, int(tok))
-	}
-	s.emit(-1, "embd", st.h, T, E)
-
-	for l := 0; l < c.Layers; l++ {
-		ly := &m.w.Layers[l]
-		// Attention with residual.
-		for t := 0; t < T; t++ {
-			cpu.RMSNorm(st.x[t*E:(t+1)*E], st.h[t*E:(t+1)*E], ly.AttnNorm, c.RMSEps)
-		}
-		s.emit(l, "attn_norm", st.x, T, E)
-		s.mla[l].Forward(st.attnOut, st.x, T, pos0, s.cache, &st.scratch, form)
-		s.emit(l, "kqv_out", st.scratch.KQV, T, c.Heads*c.DV)
-		s.emitSelected(l, T, pos0)
-		s.emit(l, "attn_out", st.attnOut, T, E)
-		cpu.Add(st.h, st.attnOut)
-		s.emit(l, "ffn_inp", st.h, T, E)
-
-		// Feed-forward with residual.
-		for t := 0; t < T; t++ {
-			cpu.RMSNorm(st.x[t*E:(t+1)*E], st.h[t*E:(t+1)*E], ly.FFNNorm, c.RMSEps)
-		}
-		s.emit(l, "ffn_norm", st.x, T, E)
-		if ly.Dense != nil {
-			s.denseFFN(st.ffnOut, st.x, T, ly.Dense)
-		} else {
-			s.moe(l, st.ffnOut, st.x, T, ly.MoE)
-		}
-		s.emit(l, "ffn_out", st.ffnOut, T, E)
-		cpu.Add(st.h, st.ffnOut)
-		s.emit(l, "out", st.h, T, E)
-	}
-
-	// Final norm and output head.
-	for t := 0; t < T; t++ {
-		cpu.RMSNorm(st.x[t*E:(t+1)*E], st.h[t*E:(t+1)*E], m.w.OutputNorm, c.RMSEps)
-	}
-	s.emit(-1, "result_norm", st.x, T, E)
-	logits := make([]float32, T*c.VocabSize)
-	m.cpu.MatMul(logits, st.x, T, m.w.Output)
-	s.emit(-1, "result_output", logits, T, c.VocabSize)
-	s.pos += T
-	return logits, nil
-}
-
-// emitSelected reports the DSA key selection of layer l to the IDHook.
-func (s *Session) emitSelected(l, T, pos0 int) {
-	if s.opts.IDHook == nil || s.m.w.Layers[l].Attn.Indexer == nil {
-		return
-	}
-	k := min(s.m.cfg.IndexerTopK, pos0+T)
-	ids := s.st.ids[:0]
-	for t := 0; t < T; t++ {
-		var sel []int32
-		if t < len(s.st.scratch.Selected) {
-			sel = s.st.scratch.Selected[t]
-		}
-		n := 0
-		if sel != nil {
-			ids = append(ids, sel...)
-			n = len(sel)
-		} else {
-			for p := 0; p <= pos0+t && n < k; p++ {
-				ids = append(ids, int32(p))
-				n++
-			}
-		}
-		for ; n < k; n++ {
-			ids = append(ids, -1)
-		}
-	}
-	s.st.ids = ids
-	s.emitIDs(l, "top_k", ids, T, k)
 }

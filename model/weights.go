@@ -8,7 +8,6 @@ import (
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
-	"github.com/glmrun/glmrun/backend/cpu"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -105,7 +104,8 @@ func (l *loader) matrix(name string, dims ...int) backend.Matrix {
 	}
 	m, err := backend.NewMatrix(name, ti.Type, rows, dims[0], ti.Data)
 	if err == nil {
-		err = cpu.CheckType(m)
+		// Every backend dequantizes what tensor can: check the first row.
+		err = tensor.Dequantize(m.Type, m.Row(0), make([]float32, m.Cols))
 	}
 	if err != nil {
 		l.err = &TensorError{File: l.f.Path, Name: name, Msg: err.Error()}
@@ -334,7 +334,10 @@ func (l *loader) splitKVB(name string, c *Config) (kb, vb backend.Matrix) {
 		return
 	}
 	kv := make([]float32, m.Rows*m.Cols)
-	cpu.Dequantize(kv, m)
+	if err := tensor.Dequantize(m.Type, m.Data, kv); err != nil {
+		l.err = &TensorError{File: l.f.Path, Name: name, Msg: err.Error()}
+		return
+	}
 	k := make([]float32, H*kr*dn)
 	v := make([]float32, H*dv*kr)
 	for h := 0; h < H; h++ {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/glmrun/glmrun/backend"
@@ -149,7 +150,7 @@ func TestRope(t *testing.T) {
 	r := Rope{Dims: 8, Base: 10000, FreqScale: 1, AttnFactor: 1}
 	tab := make([]float32, 8)
 	x := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	r.Table(tab, 0)
+	RopeTable(tab, &r, 0)
 	y := append([]float32(nil), x...)
 	RopeNorm(y, tab)
 	for i := range x {
@@ -158,7 +159,7 @@ func TestRope(t *testing.T) {
 		}
 	}
 	// Position 3: pair i rotates by 3·10000^(−2i/8); elements past Dims stay.
-	r.Table(tab, 3)
+	RopeTable(tab, &r, 3)
 	y = append([]float32(nil), x...)
 	RopeNorm(y, tab)
 	for i := 0; i < 4; i++ {
@@ -185,7 +186,7 @@ func TestYaRN(t *testing.T) {
 	r := Rope{Dims: 16, Base: 1e6, FreqScale: 1 / f, ExtFactor: 1, CorrDims: cd,
 		AttnFactor: 1 / (1 + 0.1*float32(math.Log(4)))}
 	tab := make([]float32, 16)
-	r.Table(tab, 17)
+	RopeTable(tab, &r, 17)
 	for i := 0; i < 8; i++ {
 		th := 17 * math.Pow(1e6, -2*float64(i)/16)
 		ramp := 1 - math.Min(1, math.Max(0, float64(i)/3))
@@ -196,6 +197,23 @@ func TestYaRN(t *testing.T) {
 		}
 		if d := math.Remainder(got-want, 2*math.Pi); math.Abs(d) > 1e-5 {
 			t.Errorf("pair %d angle %g, want %g", i, got, want)
+		}
+	}
+}
+
+func TestTopK(t *testing.T) {
+	var order []int32
+	scores := []float32{0.5, 2, -1, 2, 7, 0}
+	for _, tc := range []struct {
+		k    int
+		want []int32
+	}{
+		{3, []int32{1, 3, 4}},
+		{2, []int32{1, 4}}, // tie: lower index
+		{10, []int32{0, 1, 2, 3, 4, 5}},
+	} {
+		if got := topK(nil, scores, tc.k, &order); !slices.Equal(got, tc.want) {
+			t.Errorf("topK %d = %v, want %v", tc.k, got, tc.want)
 		}
 	}
 }

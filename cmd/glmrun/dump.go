@@ -11,7 +11,7 @@ import (
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
-const dumpUsage = `usage: glmrun dump -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) -o DIR [--decode]
+const dumpUsage = `usage: glmrun dump -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) -o DIR [--decode] [--tp N]
 
 Runs the tokens (or the text, tokenized with the model's tokenizer: BOS as
 the model asks, special-token text such as "<|user|>" parsed) through the model and writes its hidden states to DIR: one
@@ -22,7 +22,10 @@ float32 .npy file per tensor ("embd", per layer "blk.N.attn_norm",
 experts and DSA keys as int32 .npy files, and DIR/index.json listing them in
 forward order. By default the whole prompt goes through the prefill path in
 one batch; --decode feeds one token at a time through the decode path and
-writes the same files, rows concatenated. Compare dumps with "glmrun diff".
+writes the same files, rows concatenated. With --tp N > 1 (tensor
+parallelism over N devices) each device's partial attention and FFN
+outputs before the all-reduce are written too ("blk.N.attn_out.shardK",
+"blk.N.ffn_out.shardK"). Compare dumps with "glmrun diff".
 
 Flags:
 `
@@ -34,7 +37,8 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
 	outDir := fs.String("o", "", "output directory (required; created if needed)")
 	decode := fs.Bool("decode", false, "one token at a time through the decode path")
-	threads := fs.Int("threads", 0, "worker goroutines per kernel (0: all CPUs)")
+	threads := fs.Int("threads", 0, "worker goroutines per kernel and device (0: all CPUs)")
+	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, dumpUsage)
 		fs.PrintDefaults()
@@ -51,6 +55,8 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
 	case *threads < 0:
 		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
+	case *tp < 1:
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
 	}
 	var tokens []int32
 	switch {
@@ -76,7 +82,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --text %q gives no tokens", errUsage, *text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: *threads})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp})
 	if err != nil {
 		return err
 	}

@@ -11,20 +11,23 @@ import (
 	"strconv"
 	"strings"
 
+	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
-const logitsUsage = `usage: glmrun logits -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) [--decode] [--top N]
+const logitsUsage = `usage: glmrun logits -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) [--decode] [--top N] [--tp N]
 
 Runs the tokens through the model and prints one JSON object to stdout:
 {"tokens":[...],"logits":[[...vocab floats...], ...one row per position]},
 plus "top": per position the N largest logits as {"id","logit","logprob"}
 when --top N is given. By default the whole prompt goes through the
 prefill path in one batch; --decode feeds one token at a time through the
-decode path. --text tokenizes with the model's tokenizer (special tokens
-such as [gMASK] are recognised; BOS as the model's add_bos_token says).
+decode path. --tp N splits the model over N devices (tensor parallelism;
+the logits agree with --tp 1 to rounding). --text tokenizes with the
+model's tokenizer (special tokens such as [gMASK] are recognised; BOS as
+the model's add_bos_token says).
 
 Flags:
 `
@@ -50,7 +53,8 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
 	decode := fs.Bool("decode", false, "one token at a time through the decode path")
 	top := fs.Int("top", 0, "also list the N largest logits per position")
-	threads := fs.Int("threads", 0, "worker goroutines per kernel (0: all CPUs)")
+	threads := fs.Int("threads", 0, "worker goroutines per kernel and device (0: all CPUs)")
+	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, logitsUsage)
 		fs.PrintDefaults()
@@ -67,6 +71,8 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --top %d: want >= 0", errUsage, *top)
 	case *threads < 0:
 		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
+	case *tp < 1:
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
 	case *text != "" && *tokenList != "":
 		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
 	}
@@ -92,7 +98,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 			return errors.New("--text gives no tokens")
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: *threads})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp})
 	if err != nil {
 		return err
 	}

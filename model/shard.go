@@ -1,0 +1,153 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/glmrun/glmrun/attention"
+	"github.com/glmrun/glmrun/backend"
+)
+
+// shard is what one device holds (see Plan).
+type shard struct {
+	dev     backend.Device
+	index   int
+	embd    backend.Weight // device 0 only
+	output  backend.Weight // device 0 only
+	outNorm backend.Buffer // device 0 only
+	layers  []shardLayer   // trunk layers
+}
+
+// shardLayer is one block on one device.
+type shardLayer struct {
+	attnNorm, ffnNorm backend.Buffer
+	attn              *attention.Shard
+	dense             *ffnShard
+	moe               *moeShard
+}
+
+// ffnShard is a SwiGLU FFN's columns [lo, lo+F) on one device.
+type ffnShard struct {
+	gate, up, down backend.Weight
+}
+
+// moeShard is a MoE block on one device: the router (replicated), the
+// device's experts and its part of the shared experts.
+type moeShard struct {
+	router  backend.Weight
+	r       backend.Router
+	experts backend.Experts
+	shared  *ffnShard
+}
+
+// upload puts every device's shard of the trunk on it.
+func (m *Model) upload() error {
+	m.shards = make([]*shard, len(m.devs))
+	for d, dev := range m.devs {
+		sh, err := m.uploadShard(d, dev)
+		if err != nil {
+			return err
+		}
+		m.shards[d] = sh
+	}
+	return nil
+}
+
+// devUploader uploads to one device, keeping the first error.
+type devUploader struct {
+	dev backend.Device
+	err error
+}
+
+func (u *devUploader) fail(err error) {
+	if u.err == nil && err != nil {
+		u.err = err
+	}
+}
+
+func (u *devUploader) matrix(mat backend.Matrix) backend.Weight {
+	if u.err != nil {
+		return nil
+	}
+	w, err := u.dev.Upload(mat)
+	u.fail(err)
+	return w
+}
+
+func (u *devUploader) vector(name string, v []float32) backend.Buffer {
+	if u.err != nil || v == nil {
+		return nil
+	}
+	b, err := u.dev.UploadVector(name, v)
+	u.fail(err)
+	return b
+}
+
+// ffn uploads columns [lo, lo+n) of f's intermediate dimension.
+func (u *devUploader) ffn(f *FFN, lo, n int) *ffnShard {
+	s := &ffnShard{
+		gate: u.matrix(f.Gate.Slice(lo, n)),
+		up:   u.matrix(f.Up.Slice(lo, n)),
+	}
+	if n == f.Down.Cols {
+		s.down = u.matrix(f.Down)
+	} else if down, err := f.Down.SliceCols(lo, n); err != nil {
+		u.fail(err)
+	} else {
+		s.down = u.matrix(down)
+	}
+	return s
+}
+
+func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
+	c, p, w := &m.cfg, &m.plan, m.w
+	u := &devUploader{dev: dev}
+	sh := &shard{dev: dev, index: d, layers: make([]shardLayer, c.Layers)}
+	if d == 0 {
+		sh.embd = u.matrix(w.TokenEmbd)
+		sh.output = sh.embd
+		if w.Output.Name != w.TokenEmbd.Name {
+			sh.output = u.matrix(w.Output)
+		}
+		sh.outNorm = u.vector("output_norm.weight", w.OutputNorm)
+	}
+	for l := range sh.layers {
+		ly, sl := &w.Layers[l], &sh.layers[l]
+		pre := fmt.Sprintf("blk.%d.", l)
+		sl.attnNorm = u.vector(pre+"attn_norm.weight", ly.AttnNorm)
+		sl.ffnNorm = u.vector(pre+"ffn_norm.weight", ly.FFNNorm)
+		if u.err == nil {
+			sl.attn, u.err = ly.Attn.Upload(dev, &m.attnCfg, d*p.Heads, p.Heads)
+		}
+		switch {
+		case ly.Dense != nil:
+			sl.dense = u.ffn(ly.Dense, d*p.FF, p.FF)
+		case ly.MoE != nil:
+			mo := ly.MoE
+			ms := &moeShard{router: u.matrix(mo.Router)}
+			ms.r = backend.Router{
+				Experts: c.Experts, Used: c.ExpertsUsed, Gating: backend.Gating(c.Gating),
+				Bias:   u.vector(pre+"exp_probs_b.bias", mo.Bias),
+				Groups: c.ExpGroups, GroupsUse: c.ExpGroupsUse,
+				NormWeights: c.ExpWeightsNorm, Scale: c.ExpWeightsScale,
+			}
+			ms.experts.First = d * p.Experts
+			for e := ms.experts.First; e < ms.experts.First+p.Experts; e++ {
+				x := &mo.Experts[e]
+				ms.experts.Gate = append(ms.experts.Gate, u.matrix(x.Gate))
+				ms.experts.Up = append(ms.experts.Up, u.matrix(x.Up))
+				ms.experts.Down = append(ms.experts.Down, u.matrix(x.Down))
+			}
+			if mo.Shared != nil {
+				ms.shared = u.ffn(mo.Shared, d*p.SharedFF, p.SharedFF)
+			}
+			sl.moe = ms
+		}
+		if u.err != nil {
+			return nil, u.err
+		}
+	}
+	if u.err != nil {
+		return nil, u.err
+	}
+	return sh, nil
+}
