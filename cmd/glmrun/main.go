@@ -3,9 +3,11 @@
 //
 // Usage:
 //
+//	glmrun [-m MODEL.gguf] -p PROMPT [flags]   generate text (llama-cli style)
 //	glmrun <command> [flags] [args]
 //
-// Run "glmrun help" for the list of commands.
+// Without -m, the bundled tiny random-weights model is used. Run
+// "glmrun help" for the list of commands and the generation flags.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // command is one glmrun sub-command. run gets the arguments after the
@@ -28,6 +31,8 @@ type command struct {
 // commands lists every sub-command; each lives in its own file.
 var commands = map[string]command{
 	"logits":     {"print a token sequence's logits as JSON (prefill or decode path)", runLogits},
+	"generate":   {"generate text from a prompt (the default: glmrun -m MODEL -p TEXT)", runGenerate},
+	"chat":       {"chat with a model on standard input, its chat template applied", runChat},
 	"inspect":    {"show a GGUF file's architecture, hyper-parameters, tokenizer and tensors", runInspect},
 	"tensor":     {"write one tensor, dequantized to float32, as a .npy file", runTensor},
 	"dump":       {"run tokens through a model and write its hidden states (.npy + index.json)", runDump},
@@ -51,17 +56,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	cmd, ok := commands[args[0]]
+	name, rest := args[0], args[1:]
+	if strings.HasPrefix(name, "-") {
+		// Flags first and no command: generation, as llama-cli.
+		name, rest = "generate", args
+	}
+	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "glmrun: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "glmrun: unknown command %q\n", name)
 		usage(stderr)
 		return 2
 	}
-	if err := cmd.run(args[1:], stdout, stderr); err != nil {
+	if err := cmd.run(rest, stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "glmrun %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "glmrun %s: %s\n", name, strings.TrimPrefix(err.Error(), "glmrun: "))
 		if errors.Is(err, errUsage) {
 			return 2
 		}
@@ -71,7 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: glmrun <command> [flags] [args]\n\ncommands:")
+	fmt.Fprintln(w, `usage: glmrun [-m MODEL.gguf] -p PROMPT [flags]   generate text (flags below)
+       glmrun <command> [flags] [args]
+
+commands:`)
 	names := make([]string, 0, len(commands))
 	for name := range commands {
 		names = append(names, name)
@@ -80,7 +93,9 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun \"glmrun <command> -h\" for a command's flags.")
+	fmt.Fprintln(w, "\nRun \"glmrun <command> -h\" for a command's flags.\n\ngeneration flags (glmrun [generate]; chat takes the same but -p, -f and --no-display-prompt):")
+	fs, _, _, _, _ := newGenerateFlags(w)
+	fs.PrintDefaults()
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, so

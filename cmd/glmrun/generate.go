@@ -1,0 +1,488 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glmrun/glmrun"
+)
+
+// defaultMaxTokens is -n's default. llama.cpp's is -1 (until the end of
+// generation or a full context); a finite default keeps a run on the
+// bundled random-weights model short.
+const defaultMaxTokens = 128
+
+// defaultContext caps -c 0: the model's training context, at most this
+// (as llama.cpp's default -c 4096).
+const defaultContext = 4096
+
+// genFlags are the flags shared by generation and chat: model, runtime
+// and sampling.
+type genFlags struct {
+	model        string
+	threads      int
+	ctxSize      int
+	backend      string
+	tp           int
+	n            int
+	temp         float64
+	topK         int
+	topP         float64
+	minP         float64
+	repeatPen    float64
+	repeatLastN  int
+	presencePen  float64
+	frequencyPen float64
+	seed         int64
+	stops        stringList
+	bias         stringList
+	ignoreEOS    bool
+	special      bool
+	logprobs     int
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// register defines the shared flags on fs.
+func (g *genFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.model, "m", "", "model `FILE.gguf`; the first shard of a split model (default: the bundled "+defaultModelRel+")")
+	fs.StringVar(&g.model, "model", "", "same as -m `FILE.gguf`")
+	fs.IntVar(&g.threads, "t", 0, "worker `threads` per kernel (0: all CPUs)")
+	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
+	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens` (0: the model's training context, at most %d)", defaultContext))
+	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
+	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu (cuda is not available yet)")
+	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
+	fs.IntVar(&g.n, "n", defaultMaxTokens, "the most `tokens` to generate (-1: until the end of generation or a full context)")
+	fs.IntVar(&g.n, "n-predict", defaultMaxTokens, "same as -n `N`")
+	fs.Float64Var(&g.temp, "temp", 0.8, "sampling `temperature` (0: greedy)")
+	fs.IntVar(&g.topK, "top-k", 40, "keep the `K` most likely tokens (0: off)")
+	fs.Float64Var(&g.topP, "top-p", 0.95, "keep the most likely tokens up to cumulative probability `P` (1: off)")
+	fs.Float64Var(&g.minP, "min-p", 0.05, "keep tokens at least `P` times as likely as the best (0: off)")
+	fs.Float64Var(&g.repeatPen, "repeat-penalty", 1, "divide the logits of recent tokens by `X` (1: off)")
+	fs.IntVar(&g.repeatLastN, "repeat-last-n", 64, "the penalties look at the last `N` tokens (0: off, -1: the whole context)")
+	fs.Float64Var(&g.presencePen, "presence-penalty", 0, "subtract `X` from the logits of recent tokens (0: off)")
+	fs.Float64Var(&g.frequencyPen, "frequency-penalty", 0, "subtract `X` per occurrence from the logits of recent tokens (0: off)")
+	fs.Int64Var(&g.seed, "seed", -1, "random `seed` (-1: pick one and print it to stderr)")
+	fs.Int64Var(&g.seed, "s", -1, "same as --seed `N`")
+	fs.Var(&g.stops, "stop", "stop when the text contains `STRING` (not printed; repeatable)")
+	fs.Var(&g.bias, "logit-bias", "add BIAS to token ID's logit, written `ID+BIAS` or ID-BIAS (ID-inf bans it; repeatable)")
+	fs.BoolVar(&g.ignoreEOS, "ignore-eos", false, "keep generating after end-of-generation tokens")
+	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
+	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
+}
+
+// check validates the flag values.
+func (g *genFlags) check() error {
+	switch {
+	case g.threads < 0:
+		return fmt.Errorf("%w: -t %d: want >= 0", errUsage, g.threads)
+	case g.ctxSize < 0:
+		return fmt.Errorf("%w: -c %d: want >= 0", errUsage, g.ctxSize)
+	case g.tp < 1:
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, g.tp)
+	case g.temp < 0:
+		return fmt.Errorf("%w: --temp %g: want >= 0", errUsage, g.temp)
+	case g.logprobs < 0:
+		return fmt.Errorf("%w: --logprobs %d: want >= 0", errUsage, g.logprobs)
+	case g.n < -1:
+		return fmt.Errorf("%w: -n %d: want >= -1", errUsage, g.n)
+	}
+	for _, s := range g.stops {
+		if s == "" {
+			return fmt.Errorf("%w: --stop: empty string", errUsage)
+		}
+	}
+	_, err := g.logitBias()
+	return err
+}
+
+var biasRE = regexp.MustCompile(`^(\d+)([+-])(inf|[0-9.]+(?:[eE][+-]?\d+)?)$`)
+
+// logitBias parses the --logit-bias flags.
+func (g *genFlags) logitBias() (map[int32]float32, error) {
+	if len(g.bias) == 0 {
+		return nil, nil
+	}
+	m := make(map[int32]float32, len(g.bias))
+	for _, b := range g.bias {
+		sub := biasRE.FindStringSubmatch(b)
+		if sub == nil {
+			return nil, fmt.Errorf("%w: --logit-bias %q: want ID+BIAS or ID-BIAS (e.g. 15+2.5, 956-inf)", errUsage, b)
+		}
+		id, err := strconv.ParseInt(sub[1], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --logit-bias %q: %v", errUsage, b, err)
+		}
+		v := math.Inf(1)
+		if sub[3] != "inf" {
+			if v, err = strconv.ParseFloat(sub[3], 32); err != nil {
+				return nil, fmt.Errorf("%w: --logit-bias %q: %v", errUsage, b, err)
+			}
+		}
+		if sub[2] == "-" {
+			v = -v
+		}
+		m[int32(id)] += float32(v)
+	}
+	return m, nil
+}
+
+// options builds the generation options; a negative seed is replaced by a
+// random one, printed to stderr.
+func (g *genFlags) options(stderr io.Writer) (glmrun.GenerateOptions, error) {
+	bias, err := g.logitBias()
+	if err != nil {
+		return glmrun.GenerateOptions{}, err
+	}
+	seed := uint64(g.seed)
+	if g.seed < 0 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return glmrun.GenerateOptions{}, fmt.Errorf("random seed: %w", err)
+		}
+		seed = uint64(binary.LittleEndian.Uint32(b[:]))
+		fmt.Fprintf(stderr, "glmrun: seed = %d\n", seed)
+	}
+	o := glmrun.GenerateOptions{
+		SampleOptions: glmrun.SampleOptions{
+			Temperature:      float32(g.temp),
+			TopK:             g.topK,
+			TopP:             float32(g.topP),
+			MinP:             float32(g.minP),
+			RepeatPenalty:    float32(g.repeatPen),
+			PresencePenalty:  float32(g.presencePen),
+			FrequencyPenalty: float32(g.frequencyPen),
+			PenaltyLastN:     g.repeatLastN,
+			LogitBias:        bias,
+			Seed:             seed,
+		},
+		MaxTokens:   max(g.n, 0),
+		Stop:        g.stops,
+		IgnoreEOS:   g.ignoreEOS,
+		Special:     g.special,
+		Logprobs:    g.logprobs > 0,
+		TopLogprobs: g.logprobs,
+	}
+	return o, nil
+}
+
+// load loads the model (the bundled one without -m), showing progress on
+// stderr for a big model or a terminal, and opens a session.
+func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error) {
+	path, err := modelPath(g.model)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp}
+	if g.tp == 1 {
+		opts.TensorParallel = 0
+	}
+	opts.Progress = progressFor(path, stderr)
+	m, err := glmrun.Load(path, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := g.ctxSize
+	if n == 0 {
+		n = min(m.Config().ContextLength, defaultContext)
+	}
+	s, err := m.NewSession(glmrun.SessionOptions{ContextSize: n})
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, s, nil
+}
+
+const generateUsage = `usage: glmrun [generate] [-m MODEL.gguf] (-p PROMPT | -f FILE) [flags]
+
+Generates a continuation of PROMPT and streams it to stdout (after the
+prompt itself, unless --no-display-prompt); timings go to stderr at the
+end, as llama-cli does. Without -m, the bundled tiny GLM-5-shaped model
+(random weights: it shows the pipeline working, its text is gibberish) is
+used. Special tokens written in the prompt ([gMASK], <|user|>) are parsed;
+BOS is added if the model asks for it. --temp 0 decodes greedily.
+Generation ends at an end-of-generation token, a --stop string, -n tokens
+or a full context; Ctrl-C stops it early.
+
+flags:
+`
+
+// newGenerateFlags returns generate's flag set.
+func newGenerateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags, *string, *string, *bool) {
+	fs := newFlagSet("generate", stderr)
+	g := &genFlags{}
+	g.register(fs)
+	prompt := fs.String("p", "", "the `PROMPT` text")
+	fs.StringVar(prompt, "prompt", "", "same as -p `PROMPT`")
+	file := fs.String("f", "", "read the prompt from `FILE` (- for standard input)")
+	fs.StringVar(file, "file", "", "same as -f `FILE`")
+	noDisplay := fs.Bool("no-display-prompt", false, "print only the generated text, not the prompt before it")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), generateUsage)
+		fs.PrintDefaults()
+	}
+	return fs, g, prompt, file, noDisplay
+}
+
+// runGenerate generates text from a prompt: glmrun's default command.
+func runGenerate(args []string, stdout, stderr io.Writer) error {
+	fs, g, prompt, file, noDisplay := newGenerateFlags(stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (give the prompt with -p)", errUsage, fs.Arg(0))
+	}
+	if err := g.check(); err != nil {
+		return err
+	}
+	text := *prompt
+	switch {
+	case *prompt != "" && *file != "":
+		return fmt.Errorf("%w: give the prompt with -p or -f, not both", errUsage)
+	case *file != "":
+		b, err := readTextFile(*file)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	case *prompt == "":
+		return fmt.Errorf("%w: no prompt: give -p TEXT or -f FILE", errUsage)
+	}
+	opts, err := g.options(stderr)
+	if err != nil {
+		return err
+	}
+	m, s, err := g.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := s.Prompt(text); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	start := time.Now()
+	out := newFlushWriter(stdout)
+	if g.logprobs == 0 && !*noDisplay {
+		out.WriteString(text)
+		out.Flush()
+	}
+	var genErr error
+	if g.n != 0 {
+		genErr = streamTokens(out, m, s.Generate(ctx, opts), g.logprobs)
+	}
+	if g.logprobs == 0 {
+		out.WriteString("\n")
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	printTimings(stderr, m, s.Stats(), time.Since(start))
+	return genErr
+}
+
+// streamTokens writes each token's text as it comes, or with logprobs a
+// JSON line per token.
+func streamTokens(out *flushWriter, m *glmrun.Model, seq func(func(glmrun.Token, error) bool), logprobs int) error {
+	tok := m.Tokenizer()
+	for t, err := range seq {
+		if err != nil {
+			return err
+		}
+		if logprobs == 0 {
+			out.WriteString(t.Text)
+		} else {
+			line := logprobLine{ID: t.ID, Piece: tok.Piece(t.ID, true), Text: t.Text, Logprob: t.Logprob, Stop: string(t.Stop)}
+			for _, a := range t.Top {
+				line.Top = append(line.Top, logprobAlt{ID: a.ID, Piece: tok.Piece(a.ID, true), Logprob: a.Logprob})
+			}
+			b, err := json.Marshal(line)
+			if err != nil {
+				return err
+			}
+			out.Write(append(b, '\n'))
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logprobLine is one --logprobs output line.
+type logprobLine struct {
+	ID      int32        `json:"id"`
+	Piece   string       `json:"piece"` // the token's bytes (as valid UTF-8 where they are not)
+	Text    string       `json:"text"`  // what plain output prints for it
+	Logprob float64      `json:"logprob"`
+	Top     []logprobAlt `json:"top"`
+	Stop    string       `json:"stop,omitempty"`
+}
+
+type logprobAlt struct {
+	ID      int32   `json:"id"`
+	Piece   string  `json:"piece"`
+	Logprob float64 `json:"logprob"`
+}
+
+// printTimings writes llama.cpp-style performance lines.
+func printTimings(w io.Writer, m *glmrun.Model, st glmrun.Stats, total time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	rate := func(n int, d time.Duration) string {
+		if n == 0 || d <= 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%8.2f ms per token, %8.2f tokens per second)", ms(d)/float64(n), float64(n)/d.Seconds())
+	}
+	fmt.Fprintf(w, "\nglmrun: load time        = %10.2f ms\n", ms(m.LoadTime()))
+	fmt.Fprintf(w, "glmrun: prompt eval time = %10.2f ms / %5d tokens%s\n", ms(st.PromptTime), st.PromptTokens, rate(st.PromptTokens, st.PromptTime))
+	fmt.Fprintf(w, "glmrun:        eval time = %10.2f ms / %5d runs  %s\n", ms(st.EvalTime), st.EvalTokens, rate(st.EvalTokens, st.EvalTime))
+	fmt.Fprintf(w, "glmrun:       total time = %10.2f ms / %5d tokens\n", ms(total+m.LoadTime()), st.PromptTokens+st.Generated)
+	if st.Stop != glmrun.StopNone {
+		fmt.Fprintf(w, "glmrun: stopped: %s after %d tokens\n", stopWords[st.Stop], st.Generated)
+	}
+}
+
+var stopWords = map[glmrun.StopReason]string{
+	glmrun.StopEOG:      "end-of-generation token",
+	glmrun.StopString:   "stop string",
+	glmrun.StopLength:   "token limit (-n)",
+	glmrun.StopContext:  "context full (-c)",
+	glmrun.StopCanceled: "interrupted",
+	glmrun.StopBreak:    "interrupted",
+}
+
+// flushWriter buffers writes to stdout and flushes them per token, so text
+// streams without a system call per byte; it remembers the first error.
+type flushWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func newFlushWriter(w io.Writer) *flushWriter { return &flushWriter{w: bufio.NewWriter(w)} }
+
+func (f *flushWriter) WriteString(s string) {
+	if f.err == nil {
+		_, f.err = f.w.WriteString(s)
+	}
+}
+
+func (f *flushWriter) Write(b []byte) {
+	if f.err == nil {
+		_, f.err = f.w.Write(b)
+	}
+}
+
+func (f *flushWriter) Flush() error {
+	if f.err == nil {
+		f.err = f.w.Flush()
+	}
+	return f.err
+}
+
+// bigModel is the file size from which loading shows progress even when
+// stderr is not a terminal.
+const bigModel = 1 << 30
+
+// progressFor returns a Progress callback for loading the model at path,
+// or nil when the model is small and stderr is not a terminal, or when the
+// model is larger than most of the machine's memory (reading it all in
+// at load would only push itself out again).
+func progressFor(path string, stderr io.Writer) func(done, total int64) {
+	size := modelSize(path)
+	tty := isTerminal(stderr)
+	if !tty && size < bigModel {
+		return nil
+	}
+	if mem := memTotal(); mem > 0 && size > mem/10*8 {
+		return nil
+	}
+	lastPct := -1
+	return func(done, total int64) {
+		if total <= 0 {
+			return
+		}
+		pct := int(done * 100 / total)
+		if pct == lastPct || (!tty && pct/10 == lastPct/10 && pct != 100) {
+			return
+		}
+		lastPct = pct
+		line := fmt.Sprintf("glmrun: loading %s: %3d%% (%.2f / %.2f GiB)", path, pct, float64(done)/(1<<30), float64(total)/(1<<30))
+		switch {
+		case tty && pct < 100:
+			fmt.Fprint(stderr, "\r"+line)
+		case tty:
+			fmt.Fprintln(stderr, "\r"+line)
+		default:
+			fmt.Fprintln(stderr, line)
+		}
+	}
+}
+
+var splitRE = regexp.MustCompile(`-(\d{5})-of-(\d{5})\.gguf$`)
+
+// modelSize estimates the bytes of the model at path: the file, times the
+// shard count for a split model. 0 if unknown.
+func modelSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if m := splitRE.FindStringSubmatch(path); m != nil {
+		if n, err := strconv.Atoi(m[2]); err == nil && n > 0 {
+			return fi.Size() * int64(n)
+		}
+	}
+	return fi.Size()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// memTotal returns the machine's memory in bytes from /proc/meminfo, or 0.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// genRef is the part of a llama.cpp P1 ref the generation tests use.
+type genRef struct {
+	Prompt       []int32  `json:"prompt"`
+	PromptPieces []string `json:"prompt_pieces"`
+	Greedy       []struct {
+		ID int32 `json:"id"`
+	} `json:"greedy"`
+}
+
+func readGenRef(t *testing.T, model string) (text string, prompt, greedy []int32) {
+	t.Helper()
+	f, err := os.Open("../../testdata/refs/" + model + ".deq-F32.P1.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref genRef
+	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range ref.Greedy {
+		greedy = append(greedy, g.ID)
+	}
+	return strings.Join(ref.PromptPieces, ""), ref.Prompt, greedy
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestGenerateGolden reproduces llama.cpp's greedy continuations through
+// the CLI, as plain text and as --logprobs lines.
+func TestGenerateGolden(t *testing.T) {
+	for _, name := range []string{"glm5-mini.Q8_0", "ds2-mini.Q8_0", "glm5-dense.Q8_0"} {
+		t.Run(name, func(t *testing.T) {
+			text, prompt, greedy := readGenRef(t, name)
+			path := "../../testdata/models/" + name + ".gguf"
+			args := []string{"-m", path, "-p", text, "--temp", "0", "-n", "8", "-c", "64", "--ignore-eos"}
+			code, out, errs := runCLI(t, append(args, "--logprobs", "2")...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var ids []int32
+			for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+				var l logprobLine
+				if err := json.Unmarshal([]byte(line), &l); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				if len(l.Top) != 2 || l.Top[0].ID != l.ID || l.Top[0].Logprob != l.Logprob || l.Logprob > 0 {
+					t.Errorf("greedy token %d: logprob %g, top %+v", l.ID, l.Logprob, l.Top)
+				}
+				ids = append(ids, l.ID)
+			}
+			if !slices.Equal(ids, greedy) {
+				t.Errorf("ids %v, llama.cpp %v", ids, greedy)
+			}
+
+			// Plain text: the prompt, then the text of the same ids.
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tok, err := tokenizer.New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Encode(text, true, true); !slices.Equal(got, prompt) {
+				t.Fatalf("prompt tokens %v, llama.cpp %v", got, prompt)
+			}
+			gen, err := tok.Decode(greedy, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs = runCLI(t, append([]string{"generate", "--tp", "2"}, args...)...)
+			if code != 0 || out != text+gen+"\n" {
+				t.Errorf("exit %d, stdout %q; want %q", code, out, text+gen+"\n")
+			}
+			for _, w := range []string{"load time", "prompt eval time", "/    20 tokens", "eval time", "/     7 runs", "token limit"} {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	const p = "1 2 3 4 5"
+	_, seed42, _ := runCLI(t, "-p", p, "--seed", "42", "-n", "12", "--ignore-eos", "--no-display-prompt")
+	for _, c := range []struct {
+		name     string
+		args     []string
+		stdout   func(string) bool
+		inStderr []string
+	}{
+		{"bundled model", []string{"-p", p, "-n", "4"},
+			func(s string) bool { return strings.HasPrefix(s, p) && strings.HasSuffix(s, "\n") },
+			[]string{"seed = ", "stopped: "}},
+		{"same seed", []string{"-p", p, "--seed", "42", "-n", "12", "--ignore-eos", "--no-display-prompt"},
+			func(s string) bool { return s == seed42 && s != "\n" }, nil},
+		{"same seed, -s and --no-display-prompt first", []string{"--no-display-prompt", "-s", "42", "-p", p, "-n", "12", "--ignore-eos"},
+			func(s string) bool { return s == seed42 }, nil},
+		{"eos", []string{"-p", p, "--logit-bias", "956+1000"},
+			func(s string) bool { return s == p+"\n" }, []string{"end-of-generation"}},
+		{"zero tokens", []string{"-p", p, "-n", "0"},
+			func(s string) bool { return s == p+"\n" }, []string{"prompt eval time"}},
+		{"context full", []string{"-p", p, "-c", "12", "-n", "-1", "--ignore-eos", "--temp", "0"},
+			func(s string) bool { return strings.HasPrefix(s, p) }, []string{"context full", "after 3 tokens"}},
+		{"sampling flags", []string{"-p", p, "-n", "3", "--temp", "0.7", "--top-k", "5", "--top-p", "0.9", "--min-p", "0.1",
+			"--repeat-penalty", "1.1", "--repeat-last-n", "8", "--presence-penalty", "0.5", "--frequency-penalty", "0.5",
+			"-t", "1", "--tp", "1", "--backend", "cpu", "--seed", "1"},
+			func(s string) bool { return strings.HasPrefix(s, p) }, []string{"token limit"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != 0 || !c.stdout(out) {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+			}
+			for _, w := range c.inStderr {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+		})
+	}
+	differ := false
+	for _, seed := range []string{"1", "2", "3"} {
+		if _, out, _ := runCLI(t, "-p", p, "--seed", seed, "-n", "12", "--ignore-eos", "--no-display-prompt"); out != seed42 {
+			differ = true
+		}
+	}
+	if !differ {
+		t.Errorf("seeds 1-3 all printed seed 42's %q", seed42)
+	}
+}
+
+// TestGenerateStop stops on a string spanning two tokens of the greedy
+// text.
+func TestGenerateStop(t *testing.T) {
+	text, _, _ := readGenRef(t, "glm5-mini.Q8_0")
+	args := []string{"-p", text, "--temp", "0", "-n", "8", "--no-display-prompt"}
+	_, full, _ := runCLI(t, args...)
+	// The greedy text is "\xb5” ro.S up..." ; " ro" + ".S" meet at "o.".
+	i := strings.Index(full, "o.")
+	if i < 0 {
+		t.Fatalf("greedy text %q has no \"o.\"", full)
+	}
+	code, out, errs := runCLI(t, append(args, "--stop", "o.")...)
+	if code != 0 || out != full[:i]+"\n" || !strings.Contains(errs, "stopped: stop string after 4 tokens") {
+		t.Errorf("exit %d, stdout %q, want %q; stderr:\n%s", code, out, full[:i]+"\n", errs)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	f, err := gguf.Open(tokModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriterFrom(f)
+	for _, kv := range f.KVs {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			w.RemoveKV(kv.Key)
+		}
+	}
+	noTok := filepath.Join(dir, "notok.gguf")
+	if err := w.WriteFile(noTok); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nope.gguf")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"unknown flag", []string{"-p", "x", "--bogus"}, 2, []string{"bogus"}},
+		{"unknown flag in generate", []string{"generate", "--bogus"}, 2, []string{"bogus"}},
+		{"no prompt", []string{"-m", tokModel}, 2, []string{"no prompt"}},
+		{"stray argument", []string{"-p", "x", "more"}, 2, []string{`"more"`}},
+		{"bad logit bias", []string{"-p", "x", "--logit-bias", "12"}, 2, []string{"--logit-bias"}},
+		{"bad -n", []string{"-p", "x", "-n", "-5"}, 2, []string{"-n -5"}},
+		{"missing model", []string{"-m", missing, "-p", "x"}, 1, []string{"nope.gguf"}},
+		{"prompt longer than the context", []string{"-p", "1 2 3 4 5 6 7 8 9", "-c", "8"}, 1, []string{"17 tokens", "context size 8"}},
+		{"no tokenizer", []string{"-m", noTok, "-p", "x"}, 1, []string{"notok.gguf", "no tokenizer"}},
+		{"tensor parallel", []string{"-p", "x", "--tp", "3"}, 1, []string{"3 devices"}},
+		{"cuda", []string{"-p", "x", "--backend", "cuda"}, 1, []string{"cuda", "not available"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != c.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, c.code, errs)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+			if strings.Contains(errs, "panic") || out != "" {
+				t.Errorf("stdout %q, stderr:\n%s", out, errs)
+			}
+		})
+	}
+}
+
+// TestGenerateHelp checks that -h documents every flag.
+func TestGenerateHelp(t *testing.T) {
+	flags := []string{"-m", "-p", "-f", "-n", "-t", "-c", "-temp", "-top-k", "-top-p", "-min-p", "-repeat-penalty",
+		"-repeat-last-n", "-presence-penalty", "-frequency-penalty", "-seed", "-logprobs", "-tp", "-no-display-prompt",
+		"-stop", "-logit-bias", "-ignore-eos", "-backend"}
+	for _, args := range [][]string{{"-h"}, {"generate", "-h"}, {"help"}} {
+		code, _, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d", args, code)
+		}
+		for _, f := range flags {
+			if !strings.Contains(errs, "  "+f+" ") && !strings.Contains(errs, "  "+f+"\n") {
+				t.Errorf("%v: help lacks %s", args, f)
+			}
+		}
+	}
+	code, _, errs := runCLI(t, "chat", "-h")
+	if code != 0 || !strings.Contains(errs, "-system") || !strings.Contains(errs, "-no-think") || !strings.Contains(errs, "-temp") {
+		t.Errorf("chat -h: exit %d\n%s", code, errs)
+	}
+}

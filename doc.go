@@ -1,0 +1,27 @@
+// Package glmrun runs GLM-5 (glm-dsa) and DeepSeek-V2/V3 / GLM-4.7-Flash
+// (deepseek2) models from GGUF files: the library behind the glmrun command.
+//
+// Load opens a model file and reads, with the weights, its tokenizer and chat
+// template. A Model is shared, read-only, by any number of Sessions; each
+// Session is one sequence with its own KV cache, so several Sessions may
+// generate at the same time from different goroutines. A single Session is
+// not safe for concurrent use.
+//
+// A Session holds a token sequence. Prompt replaces it (text or token ids),
+// Append extends it, and Generate samples a continuation, streaming it as an
+// iter.Seq2 of Tokens whose Text pieces are always whole UTF-8 characters.
+// Generation stops at an end-of-generation token, a stop string (never
+// emitted, found across token boundaries), a token limit, a full context,
+// or when its context.Context is canceled. Chat renders a conversation with
+// the model's chat template and generates the assistant's reply.
+//
+// Work is done lazily: Prompt and Append only tokenize; the model runs when
+// Generate needs logits. The KV cache keeps every token it has seen, and a
+// new prompt that extends the cached sequence (the next turn of a chat, say)
+// runs only its new tokens through the model. A prompt that diverges from
+// the cache restarts it: the forward pass cannot cut a cache short yet.
+//
+// Sampling follows llama.cpp's default chain (package model/sample): the zero
+// GenerateOptions decode greedily, and equal seeds with equal options give
+// equal text.
+package glmrun

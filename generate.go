@@ -1,0 +1,248 @@
+package glmrun
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/glmrun/glmrun/model/sample"
+)
+
+// SampleOptions configure token selection (package model/sample): logit
+// bias, penalties, top-k, top-p, min-p, temperature and seed. The zero value
+// is greedy decoding; sample.DefaultOptions gives llama.cpp's defaults.
+type SampleOptions = sample.Options
+
+// TokenLogprob is a token id with its log-probability.
+type TokenLogprob = sample.TokenLogprob
+
+// GenerateOptions configure Generate. The zero value generates greedily
+// until an end-of-generation token or a full context.
+type GenerateOptions struct {
+	SampleOptions
+
+	// MaxTokens is the most tokens to generate; <= 0 means no limit.
+	MaxTokens int
+	// Stop lists strings that end generation. The text up to a stop string
+	// is emitted; the stop string and anything after it are not. Text that
+	// could be the start of a stop string is held back until it is not.
+	Stop []string
+	// IgnoreEOS keeps generating past end-of-generation tokens.
+	IgnoreEOS bool
+	// Special renders control tokens ("<|user|>", ...) in Token.Text.
+	Special bool
+	// Logprobs sets Token.Logprob: the log-softmax of the raw logits
+	// (before sampling) at the chosen token.
+	Logprobs bool
+	// TopLogprobs is the number of most likely alternatives reported in
+	// Token.Top (Logprob is set too when it is > 0).
+	TopLogprobs int
+}
+
+// Token is one generated token.
+type Token struct {
+	ID int32
+	// Text is the display text this token completes: whole UTF-8
+	// characters, possibly "" while a character (or a possible stop
+	// string) is incomplete. The Texts of a generation concatenate to its
+	// text.
+	Text string
+	// Logprob is the token's log-probability when GenerateOptions asked
+	// for logprobs.
+	Logprob float64
+	// Top are the most likely tokens at this position, best first, when
+	// GenerateOptions.TopLogprobs > 0.
+	Top []TokenLogprob
+	// Stop is set on the last token of a generation: why it ended there.
+	Stop StopReason
+}
+
+// StopReason says why a generation ended.
+type StopReason string
+
+// Reasons a generation ends.
+const (
+	StopNone     StopReason = ""         // still running, or ended by an error
+	StopEOG      StopReason = "eog"      // an end-of-generation token (EOS, EOT, EOM)
+	StopString   StopReason = "stop"     // a stop string
+	StopLength   StopReason = "length"   // GenerateOptions.MaxTokens
+	StopContext  StopReason = "context"  // the context is full
+	StopCanceled StopReason = "canceled" // the context.Context was canceled
+	StopBreak    StopReason = "break"    // the caller stopped iterating
+)
+
+// Stats are the counts and timings of one generation.
+type Stats struct {
+	// PromptTokens were run through the model before the first token
+	// (the uncached part of the sequence), in PromptTime.
+	PromptTokens int
+	PromptTime   time.Duration
+	// Generated tokens were sampled; EvalTokens of them were run through
+	// the model (the last one never is), in EvalTime (sampling included).
+	Generated  int
+	EvalTokens int
+	EvalTime   time.Duration
+	Stop       StopReason
+}
+
+// Generate continues the sequence, yielding each sampled token as it is
+// produced; every token is appended to the sequence. It ends with the reason
+// in the last Token's Stop (and in Stats), or with an error: a canceled ctx
+// yields ctx's error. The sequence must not be empty. Breaking out of the
+// loop is allowed.
+func (s *Session) Generate(ctx context.Context, opts GenerateOptions) iter.Seq2[Token, error] {
+	return func(yield func(Token, error) bool) {
+		s.stats = Stats{}
+		if err := s.generate(ctx, opts, yield); err != nil {
+			yield(Token{}, err)
+		}
+	}
+}
+
+func (s *Session) generate(ctx context.Context, opts GenerateOptions, yield func(Token, error) bool) error {
+	if opts.TopLogprobs < 0 {
+		return fmt.Errorf("glmrun: negative TopLogprobs %d", opts.TopLogprobs)
+	}
+	smp, err := sample.New(opts.SampleOptions)
+	if err != nil {
+		return fmt.Errorf("glmrun: %w", err)
+	}
+	// The penalties see the prompt too, as in llama.cpp.
+	hist := s.tokens
+	if w := opts.PenaltyLastN; w >= 0 && len(hist) > w {
+		hist = hist[len(hist)-w:]
+	}
+	for _, id := range hist {
+		smp.Accept(id)
+	}
+	dec := s.m.tok.NewDecoder(opts.Special)
+	st := stopper{stops: slices.DeleteFunc(slices.Clone(opts.Stop), func(x string) bool { return x == "" })}
+	stats := &s.stats
+	for n := 0; ; n++ {
+		if len(s.tokens) >= s.ContextSize() {
+			// Nothing sampled yet: the prompt fills the context.
+			stats.Stop = StopContext
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			stats.Stop = StopCanceled
+			return fmt.Errorf("glmrun: generation stopped: %w", err)
+		}
+		start := time.Now()
+		logits, ran, err := s.eval(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				stats.Stop = StopCanceled
+				return fmt.Errorf("glmrun: generation stopped: %w", ctx.Err())
+			}
+			return err
+		}
+		id, err := smp.Sample(logits)
+		if err != nil {
+			return fmt.Errorf("glmrun: %w", err)
+		}
+		smp.Accept(id)
+		tok := Token{ID: id}
+		if opts.Logprobs || opts.TopLogprobs > 0 {
+			lp, err := smp.Logprobs(logits, id, opts.TopLogprobs)
+			if err != nil {
+				return fmt.Errorf("glmrun: %w", err)
+			}
+			tok.Logprob = lp.Chosen.Logprob
+			if opts.TopLogprobs > 0 {
+				tok.Top = slices.Clone(lp.Top)
+			}
+		}
+		if n == 0 {
+			stats.PromptTokens, stats.PromptTime = ran, time.Since(start)
+		} else {
+			stats.EvalTokens += ran
+			stats.EvalTime += time.Since(start)
+		}
+		s.tokens = append(s.tokens, id)
+		stats.Generated++
+
+		eog := !opts.IgnoreEOS && s.m.tok.IsEOG(id)
+		var piece string
+		if !eog {
+			piece, err = dec.Add(id)
+			if err != nil {
+				return fmt.Errorf("glmrun: %w", err)
+			}
+		}
+		text, hit := st.push(piece)
+		switch {
+		case hit:
+			tok.Stop = StopString
+		case eog:
+			tok.Stop = StopEOG
+		case opts.MaxTokens > 0 && stats.Generated >= opts.MaxTokens:
+			tok.Stop = StopLength
+		case len(s.tokens) >= s.ContextSize():
+			tok.Stop = StopContext
+		}
+		if tok.Stop != StopNone && !hit {
+			text += st.flushWith(dec.Flush())
+		}
+		tok.Text = text
+		stats.Stop = tok.Stop
+		if !yield(tok, nil) {
+			if stats.Stop == StopNone {
+				stats.Stop = StopBreak
+			}
+			return nil
+		}
+		if tok.Stop != StopNone {
+			return nil
+		}
+	}
+}
+
+// stopper finds stop strings in streamed text, holding back a tail that may
+// be the start of one.
+type stopper struct {
+	stops []string
+	held  string
+}
+
+// push adds s to the stream and returns the text that can be emitted and
+// whether a stop string was found (the emitted text then ends before it and
+// the rest is dropped).
+func (st *stopper) push(s string) (string, bool) {
+	buf := st.held + s
+	st.held = ""
+	if len(st.stops) == 0 || buf == "" {
+		return buf, false
+	}
+	first := -1
+	for _, stop := range st.stops {
+		if i := strings.Index(buf, stop); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		return buf[:first], true
+	}
+	keep := 0
+	for _, stop := range st.stops {
+		for k := min(len(stop)-1, len(buf)); k > keep; k-- {
+			if strings.HasSuffix(buf, stop[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	st.held = buf[len(buf)-keep:]
+	return buf[:len(buf)-keep], false
+}
+
+// flushWith returns the held text followed by s (the decoder's last bytes)
+// when the stream ends without a stop string.
+func (st *stopper) flushWith(s string) string {
+	out := st.held + s
+	st.held = ""
+	return out
+}

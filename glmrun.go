@@ -1,0 +1,181 @@
+package glmrun
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	_ "github.com/glmrun/glmrun/backend/cpu" // the CPU backend, registered for model.Load
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// Options configure Load.
+type Options struct {
+	// Threads is the number of worker goroutines per kernel; 0 means
+	// runtime.GOMAXPROCS(0).
+	Threads int
+	// ContextSize is the default number of positions of a Session's KV
+	// cache; 0 means the model's training context.
+	ContextSize int
+	// Backend selects the compute backend: "" or "cpu". ("cuda" is not
+	// available yet.)
+	Backend string
+	// TensorParallel is the number of devices the weights are split over
+	// (attention heads and experts); 0 and 1 mean one. On the CPU backend
+	// the devices are virtual, each with its own workers.
+	TensorParallel int
+	// Progress, when set, makes Load read the weights once from the file
+	// (paging the memory map in, so the first tokens do not wait on the
+	// disk) and report the bytes read so far against the total.
+	Progress func(done, total int64)
+}
+
+// ErrContextFull is wrapped by the errors for a sequence that does not fit
+// a Session's context.
+var ErrContextFull = model.ErrContextFull
+
+// Model is a loaded model with its tokenizer and chat template. It is
+// immutable and may be shared by Sessions running in several goroutines.
+type Model struct {
+	path     string
+	opts     Options
+	file     *gguf.File
+	m        *model.Model
+	tok      *tokenizer.Tokenizer
+	tmpl     *chat.Template
+	tmplErr  error // why the file's chat template was not usable, if so
+	loadTime time.Duration
+	sink     byte // keeps pageIn's reads from being optimised away
+}
+
+// Load opens the GGUF file at path (split-aware: give the first shard of a
+// "-00001-of-000NN.gguf" set) and loads its weights, tokenizer and chat
+// template. A file without a chat template gets the built-in GLM-5 one
+// (chat.GLM5). Close the Model to unmap the file.
+func Load(path string, opts Options) (*Model, error) {
+	start := time.Now()
+	if opts.Backend == "cuda" {
+		return nil, errors.New(`glmrun: backend "cuda" is not available yet; use "cpu"`)
+	}
+	if opts.TensorParallel < 0 {
+		return nil, fmt.Errorf("glmrun: negative tensor parallelism %d", opts.TensorParallel)
+	}
+	if opts.ContextSize < 0 {
+		return nil, fmt.Errorf("glmrun: negative context size %d", opts.ContextSize)
+	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("glmrun: negative thread count %d", opts.Threads)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("glmrun: %w", err)
+	}
+	m := &Model{path: path, opts: opts, file: f}
+	if err := m.load(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.loadTime = time.Since(start)
+	return m, nil
+}
+
+// load reads the tokenizer, the chat template and the weights of m.file.
+func (m *Model) load() error {
+	tok, err := tokenizer.New(m.file)
+	if err != nil {
+		if errors.Is(err, tokenizer.ErrNoTokenizer) {
+			return fmt.Errorf("glmrun: %s has no tokenizer (no %s key), so it cannot turn text into tokens: %w",
+				m.path, tokenizer.KeyModel, err)
+		}
+		return fmt.Errorf("glmrun: %w", err)
+	}
+	m.tok = tok
+	m.tmpl = chat.GLM5()
+	if src, err := m.file.String("tokenizer.chat_template"); err == nil {
+		t, err := chat.Parse(src)
+		if err != nil {
+			m.tmplErr = fmt.Errorf("glmrun: %s: tokenizer.chat_template: %w", m.path, err)
+		} else {
+			m.tmpl = t
+		}
+	}
+	mm, err := model.New(m.file, model.Options{
+		Threads:        m.opts.Threads,
+		Backend:        m.opts.Backend,
+		TensorParallel: m.opts.TensorParallel,
+	})
+	if err != nil {
+		return fmt.Errorf("glmrun: %w", err)
+	}
+	if n, v := mm.Config().VocabSize, tok.NumTokens(); n < v {
+		return fmt.Errorf("glmrun: %s: the tokenizer has %d tokens but the model's output has only %d", m.path, v, n)
+	}
+	m.m = mm
+	if m.opts.Progress != nil {
+		m.pageIn()
+	}
+	return nil
+}
+
+// pageIn reads one byte of every page of tensor data, reporting progress
+// about every 64 MiB.
+func (m *Model) pageIn() {
+	const page, step = 4096, 64 << 20
+	var total int64
+	for _, t := range m.file.Tensors {
+		total += int64(len(t.Data))
+	}
+	var done, last int64
+	var sum byte
+	m.opts.Progress(0, total)
+	for _, t := range m.file.Tensors {
+		d := t.Data
+		for i := 0; i < len(d); i += page {
+			sum += d[i]
+		}
+		done += int64(len(d))
+		if done-last >= step {
+			m.opts.Progress(done, total)
+			last = done
+		}
+	}
+	m.sink = sum
+	m.opts.Progress(total, total)
+}
+
+// Close releases the model and unmaps its file. Sessions must not be used
+// after Close.
+func (m *Model) Close() error {
+	err := m.m.Close()
+	if cerr := m.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Path returns the file the model was loaded from.
+func (m *Model) Path() string { return m.path }
+
+// Config returns the model's hyper-parameters.
+func (m *Model) Config() model.Config { return m.m.Config() }
+
+// Tokenizer returns the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Template returns the chat template: the file's, or the built-in GLM-5
+// format when the file has none.
+func (m *Model) Template() *chat.Template { return m.tmpl }
+
+// LoadTime returns how long Load took.
+func (m *Model) LoadTime() time.Duration { return m.loadTime }
+
+// Tokenize returns the token ids of text as a prompt: BOS is added if the
+// vocabulary asks for it and special-token text ("<|user|>", "[gMASK]") is
+// parsed, as llama.cpp does for prompts.
+func (m *Model) Tokenize(text string) []int32 { return m.tok.Encode(text, true, true) }
+
+// Detokenize returns the text of ids, control tokens included.
+func (m *Model) Detokenize(ids []int32) (string, error) { return m.tok.Decode(ids, true) }
