@@ -54,7 +54,7 @@ func CanDequantize(t Type) bool {
 // CanQuantize reports whether Quantize implements t.
 func CanQuantize(t Type) bool {
 	switch t {
-	case F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K:
+	case F32, F16, BF16, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K:
 		return true
 	}
 	return false
@@ -123,10 +123,10 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 }
 
 // Quantize converts the len(src) float32 values in src to type t, writing
-// exactly t.RowSize(len(src)) bytes to dst. Q8_0 and Q8_K reproduce ggml's
+// exactly t.RowSize(len(src)) bytes to dst. Q8_0, Q8_1 and Q8_K reproduce ggml's
 // reference quantizers bit for bit; Q4_K, Q5_K and Q6_K search scales the way
 // ggml's reference quantizers do but are not guaranteed identical to them.
-// Types other than F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K give an
+// Types other than F32, F16, BF16, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K and Q8_K give an
 // error wrapping ErrNotSupported. Quantize does not allocate.
 func Quantize(t Type, src []float32, dst []byte) error {
 	if t.Known() && !CanQuantize(t) {
@@ -144,6 +144,8 @@ func Quantize(t Type, src []float32, dst []byte) error {
 		quantBF16(src, dst)
 	case Q8_0:
 		quantQ8_0(src, dst)
+	case Q8_1:
+		quantQ8_1(src, dst)
 	case Q8_K:
 		quantQ8K(src, dst)
 	case Q4_K:
