@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -242,4 +243,23 @@ func layerOf(name string) (int, bool) {
 	}
 	l, err := strconv.Atoi(rest[:i])
 	return l, err == nil
+}
+
+// ReadConfig reads the hyper-parameters of the model in f from its
+// metadata alone (no tensor data), as Load does.
+func ReadConfig(f *gguf.File) (Config, error) {
+	c, err := readConfig(fileMeta{f})
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return c, nil
+}
+
+// FileTensors describes the tensors of f for Plan.Memory.
+func FileTensors(f *gguf.File) []TensorDesc {
+	ts := make([]TensorDesc, len(f.Tensors))
+	for i, t := range f.Tensors {
+		ts[i] = TensorDesc{Name: t.Name, Type: t.Type, Dims: t.Dims}
+	}
+	return ts
 }
