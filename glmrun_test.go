@@ -474,6 +474,37 @@ func TestChatTemplate(t *testing.T) {
 	}
 }
 
+// TestChatTurns holds a conversation through Chat alone: the model's reply
+// is forced to end at once (an EOG token, <|user|>), so the next rendered
+// turn extends the cached tokens and only its new tokens are run.
+func TestChatTurns(t *testing.T) {
+	m := testModel(t, mini)
+	s := newSession(t, m, 128)
+	opts := ChatOptions{GenerateOptions: GenerateOptions{MaxTokens: 4}, NoThinking: true}
+	opts.LogitBias = map[int32]float32{m.Tokenizer().EOT(): 1000}
+	msgs := []Message{{Role: "user", Content: "Hi"}}
+	chatTurn := func(turn int) {
+		t.Helper()
+		ids, text, last, err := collect(s.Chat(context.Background(), msgs, opts))
+		if err != nil || len(ids) != 1 || last.Stop != StopEOG || text != "" {
+			t.Fatalf("turn %d: ids %v, text %q, stop %q, error %v", turn, ids, text, last.Stop, err)
+		}
+	}
+	chatTurn(0)
+	for turn, user := range []string{"Again", "And again"} {
+		msgs = append(msgs, Message{Role: "assistant", Content: ""}, Message{Role: "user", Content: user})
+		prompt, err := m.RenderChat(msgs, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := len(m.Tokenizer().Encode(prompt, false, true)) - s.Cached()
+		chatTurn(turn + 1)
+		if got := s.Stats().PromptTokens; got != want || want > 8 {
+			t.Errorf("turn %d: ran %d prompt tokens, want the %d new ones", turn+1, got, want)
+		}
+	}
+}
+
 // TestChatReuse checks that the second turn of a conversation runs only its
 // new tokens and continues as a fresh session would.
 func TestChatReuse(t *testing.T) {

@@ -425,7 +425,7 @@ func progressFor(path string, stderr io.Writer) func(done, total int64) {
 			return
 		}
 		pct := int(done * 100 / total)
-		if pct == lastPct || (!tty && pct/10 == lastPct/10 && pct != 100) {
+		if pct == lastPct || (!tty && lastPct >= 0 && pct/10 == lastPct/10 && pct != 100) {
 			return
 		}
 		lastPct = pct

@@ -249,3 +249,40 @@ func TestGenerateHelp(t *testing.T) {
 		t.Errorf("chat -h: exit %d\n%s", code, errs)
 	}
 }
+
+func TestProgressFor(t *testing.T) {
+	var b bytes.Buffer
+	if progressFor(tokModel, &b) != nil {
+		t.Error("progress for a small model with stderr not a terminal")
+	}
+	// A sparse file stands in for a big model: 2 shards of 600 MiB.
+	big := filepath.Join(t.TempDir(), "big-00001-of-00002.gguf")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(600 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got := modelSize(big); got != 1200<<20 {
+		t.Errorf("modelSize %d, want 2 shards of 600 MiB", got)
+	}
+	p := progressFor(big, &b)
+	if p == nil {
+		t.Fatal("no progress for a 1.2 GiB model")
+	}
+	for _, done := range []int64{0, 5, 10, 55, 100} {
+		p(done, 100)
+	}
+	want := []string{"  0%", " 10%", " 55%", "100%"}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("progress lines %q, want %d", lines, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) || !strings.Contains(lines[i], "big-00001-of-00002.gguf") {
+			t.Errorf("line %d %q lacks %q", i, lines[i], w)
+		}
+	}
+}
