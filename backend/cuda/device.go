@@ -1,0 +1,448 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// Device is one GPU as a backend.Device. Its methods may be called from
+// one goroutine at a time (plus Used and Budget from any); every driver
+// call runs on the device's own OS thread.
+type Device struct {
+	g      *gpu
+	index  int
+	mod    *module
+	sigs   map[string]string
+	budget int64
+
+	mu   sync.Mutex // guards used and err
+	used int64
+	err  error // first fault (sticky)
+
+	scratch map[string]*mem
+}
+
+// mem is one device allocation.
+type mem struct {
+	ptr   uint64
+	bytes int64
+}
+
+// buffer is a view of n float32 values at ptr; base is the allocation it
+// came from (nil for a view that must not be freed).
+type buffer struct {
+	d    *Device
+	ptr  uint64
+	n    int
+	base *mem
+}
+
+func (b *buffer) Len() int { return b.n }
+
+func (b *buffer) Slice(off, n int) backend.Buffer {
+	if off < 0 || n < 0 || off+n > b.n {
+		panic(fmt.Sprintf("cuda: buffer slice [%d, %d) of %d values", off, off+n, b.n))
+	}
+	return &buffer{d: b.d, ptr: b.ptr + 4*uint64(off), n: n}
+}
+
+// idBuf is a view of n int32 values.
+type idBuf struct {
+	d    *Device
+	ptr  uint64
+	n    int
+	base *mem
+}
+
+func (b *idBuf) Len() int { return b.n }
+
+func (b *idBuf) Slice(off, n int) backend.IDs {
+	if off < 0 || n < 0 || off+n > b.n {
+		panic(fmt.Sprintf("cuda: ids slice [%d, %d) of %d values", off, off+n, b.n))
+	}
+	return &idBuf{d: b.d, ptr: b.ptr + 4*uint64(off), n: n}
+}
+
+// weight is a matrix resident on the device in its GGUF type.
+type weight struct {
+	d        *Device
+	name     string
+	typ      tensor.Type
+	rows     int
+	cols     int
+	rowBytes int
+	scale    float32
+	m        *mem
+}
+
+func (w *weight) Name() string      { return w.name }
+func (w *weight) Type() tensor.Type { return w.typ }
+func (w *weight) Rows() int         { return w.rows }
+func (w *weight) Cols() int         { return w.cols }
+func (w *weight) Bytes() int64      { return w.m.bytes }
+
+// Name returns "cuda:N".
+func (d *Device) Name() string { return fmt.Sprintf("cuda:%d", d.index) }
+
+// Budget returns the memory budget in bytes.
+func (d *Device) Budget() int64 { return d.budget }
+
+// Used returns the bytes of weights, buffers and scratch space.
+func (d *Device) Used() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.used
+}
+
+// ComputeCapability returns the device's major and minor compute
+// capability.
+func (d *Device) ComputeCapability() (major, minor int) { return d.g.major, d.g.minor }
+
+// DeviceName returns the driver's name of the GPU.
+func (d *Device) DeviceName() string { return d.g.name }
+
+// fail records the first fault.
+func (d *Device) fail(err error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	d.mu.Unlock()
+}
+
+// faulted reports whether a fault was recorded (later work is skipped).
+func (d *Device) faulted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err != nil
+}
+
+// allocate reserves n bytes against the budget and allocates them.
+func (d *Device) allocate(n int64, what string) (*mem, error) {
+	if n <= 0 {
+		return &mem{}, nil
+	}
+	d.mu.Lock()
+	if d.budget > 0 && d.used+n > d.budget {
+		used := d.used
+		d.mu.Unlock()
+		return nil, fmt.Errorf("%s: %s: %d bytes do not fit: %d of %d bytes in use", d.Name(), what, n, used, d.budget)
+	}
+	d.used += n
+	d.mu.Unlock()
+	p, err := d.g.alloc(n)
+	if err != nil {
+		d.mu.Lock()
+		d.used -= n
+		d.mu.Unlock()
+		return nil, fmt.Errorf("%s: %s: %w", d.Name(), what, err)
+	}
+	return &mem{ptr: p, bytes: n}, nil
+}
+
+// release frees an allocation.
+func (d *Device) release(m *mem) {
+	if m == nil || m.bytes == 0 {
+		return
+	}
+	if err := d.g.free(m.ptr); err != nil {
+		d.fail(err)
+	}
+	d.mu.Lock()
+	d.used -= m.bytes
+	d.mu.Unlock()
+	m.bytes, m.ptr = 0, 0
+}
+
+// Upload copies m to the device, kept in its GGUF type.
+func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
+	if _, ok := mmTypes[m.Type]; !ok {
+		return nil, fmt.Errorf("%s: weight %s: type %v has no CUDA kernel", d.Name(), m.Name, m.Type)
+	}
+	if len(m.Data) != m.Rows*m.RowBytes || m.Rows <= 0 || m.Cols <= 0 {
+		return nil, fmt.Errorf("%s: weight %s: %d bytes for %d rows of %d", d.Name(), m.Name, len(m.Data), m.Rows, m.RowBytes)
+	}
+	a, err := d.allocate(int64(len(m.Data)), "weight "+m.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.g.htod(a.ptr, unsafe.Pointer(unsafe.SliceData(m.Data)), int64(len(m.Data))); err != nil {
+		d.release(a)
+		return nil, fmt.Errorf("%s: weight %s: %w", d.Name(), m.Name, err)
+	}
+	return &weight{d: d, name: m.Name, typ: m.Type, rows: m.Rows, cols: m.Cols, rowBytes: m.RowBytes, scale: m.Scale, m: a}, nil
+}
+
+// UploadVector copies v to a new buffer.
+func (d *Device) UploadVector(name string, v []float32) (backend.Buffer, error) {
+	a, err := d.allocate(4*int64(len(v)), "vector "+name)
+	if err != nil {
+		return nil, err
+	}
+	b := &buffer{d: d, ptr: a.ptr, n: len(v), base: a}
+	if len(v) > 0 {
+		if err := d.g.htod(a.ptr, unsafe.Pointer(&v[0]), 4*int64(len(v))); err != nil {
+			d.release(a)
+			return nil, fmt.Errorf("%s: vector %s: %w", d.Name(), name, err)
+		}
+	}
+	return b, nil
+}
+
+// Alloc returns a buffer of n values (contents undefined).
+func (d *Device) Alloc(n int) (backend.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
+	}
+	a, err := d.allocate(4*int64(n), "buffer")
+	if err != nil {
+		return nil, err
+	}
+	return &buffer{d: d, ptr: a.ptr, n: n, base: a}, nil
+}
+
+// AllocIDs returns an array of n ids (contents undefined).
+func (d *Device) AllocIDs(n int) (backend.IDs, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%s: negative ids size %d", d.Name(), n)
+	}
+	a, err := d.allocate(4*int64(n), "ids")
+	if err != nil {
+		return nil, err
+	}
+	return &idBuf{d: d, ptr: a.ptr, n: n, base: a}, nil
+}
+
+// Free releases a buffer from Alloc or UploadVector.
+func (d *Device) Free(b backend.Buffer) {
+	if v := d.buf(b); v.base != nil {
+		d.sync()
+		d.release(v.base)
+	}
+}
+
+// FreeIDs releases ids from AllocIDs.
+func (d *Device) FreeIDs(b backend.IDs) {
+	if v := d.ids(b); v.base != nil {
+		d.sync()
+		d.release(v.base)
+	}
+}
+
+// Release frees a weight's device memory; the weight must not be used
+// after.
+func (d *Device) Release(w backend.Weight) {
+	d.sync()
+	d.release(d.weight(w).m)
+}
+
+// Close releases the scratch space, unloads the module and ends the
+// device's thread. Buffers and weights not freed are released with the
+// context.
+func (d *Device) Close() error {
+	err := d.Sync()
+	for _, m := range d.scratch {
+		d.release(m)
+	}
+	if d.mod != nil {
+		if e := d.g.unload(d.mod); e != nil && err == nil {
+			err = e
+		}
+	}
+	d.g.close()
+	return err
+}
+
+func (d *Device) buf(b backend.Buffer) *buffer {
+	v, ok := b.(*buffer)
+	if !ok || v.d != d {
+		panic(fmt.Sprintf("cuda: buffer %T is not on %s", b, d.Name()))
+	}
+	return v
+}
+
+func (d *Device) ids(b backend.IDs) *idBuf {
+	v, ok := b.(*idBuf)
+	if !ok || v.d != d {
+		panic(fmt.Sprintf("cuda: ids %T are not on %s", b, d.Name()))
+	}
+	return v
+}
+
+func (d *Device) weight(w backend.Weight) *weight {
+	v, ok := w.(*weight)
+	if !ok || v.d != d {
+		panic(fmt.Sprintf("cuda: weight %T is not on %s", w, d.Name()))
+	}
+	return v
+}
+
+// ptr returns the device address of b, or 0 for nil.
+func (d *Device) ptr(b backend.Buffer) uint64 {
+	if b == nil {
+		return 0
+	}
+	return d.buf(b).ptr
+}
+
+func (d *Device) idsPtr(b backend.IDs) uint64 {
+	if b == nil {
+		return 0
+	}
+	return d.ids(b).ptr
+}
+
+// Write copies src to dst.
+func (d *Device) Write(dst backend.Buffer, src []float32) {
+	b := d.buf(dst)
+	if len(src) != b.n {
+		panic(fmt.Sprintf("%s: Write of %d values to a buffer of %d", d.Name(), len(src), b.n))
+	}
+	if len(src) == 0 || d.faulted() {
+		return
+	}
+	if err := d.g.htod(b.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))); err != nil {
+		d.fail(err)
+	}
+}
+
+// writeIDs copies host ids to dst.
+func (d *Device) writeIDs(dst *idBuf, src []int32) {
+	if len(src) == 0 || d.faulted() {
+		return
+	}
+	if err := d.g.htod(dst.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))); err != nil {
+		d.fail(err)
+	}
+}
+
+// Read copies src to dst after the work queued before it. After a fault
+// dst is filled with NaN (Sync reports the fault).
+func (d *Device) Read(dst []float32, src backend.Buffer) {
+	b := d.buf(src)
+	if len(dst) != b.n {
+		panic(fmt.Sprintf("%s: Read of a buffer of %d values into %d", d.Name(), b.n, len(dst)))
+	}
+	if len(dst) == 0 {
+		return
+	}
+	if !d.faulted() {
+		if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
+			return
+		} else {
+			d.fail(err)
+		}
+	}
+	nan := float32(math.NaN())
+	for i := range dst {
+		dst[i] = nan
+	}
+}
+
+// ReadIDs copies src to dst (−1 everywhere after a fault).
+func (d *Device) ReadIDs(dst []int32, src backend.IDs) {
+	b := d.ids(src)
+	if len(dst) != b.n {
+		panic(fmt.Sprintf("%s: ReadIDs of %d ids into %d", d.Name(), b.n, len(dst)))
+	}
+	if len(dst) == 0 {
+		return
+	}
+	if !d.faulted() {
+		if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
+			return
+		} else {
+			d.fail(err)
+		}
+	}
+	for i := range dst {
+		dst[i] = -1
+	}
+}
+
+// sync waits for the stream, recording a fault.
+func (d *Device) sync() {
+	if err := d.g.sync(); err != nil {
+		d.fail(err)
+	}
+}
+
+// Sync waits for every queued operation and returns the first fault.
+func (d *Device) Sync() error {
+	d.sync()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// run launches kernel name unless the device has faulted.
+func (d *Device) run(name string, grid, block dim3, shared uint32, args ...any) {
+	sig, ok := d.sigs[name]
+	if !ok {
+		panic(fmt.Sprintf("cuda: no kernel %s", name))
+	}
+	checkArgs(name, sig, args)
+	if d.faulted() {
+		return
+	}
+	if err := d.g.launch(name, d.mod.funcs[name], grid, block, shared, args); err != nil {
+		d.fail(err)
+	}
+}
+
+// scratchF32 returns the device's scratch buffer called name, of at least
+// n values, growing it if needed. Scratch space is reused by later
+// operations: it lives only until the next operation that takes the same
+// name.
+func (d *Device) scratchF32(name string, n int) *buffer {
+	m := d.grow(name, 4*int64(n))
+	return &buffer{d: d, ptr: m.ptr, n: n}
+}
+
+func (d *Device) scratchIDs(name string, n int) *idBuf {
+	m := d.grow(name, 4*int64(n))
+	return &idBuf{d: d, ptr: m.ptr, n: n}
+}
+
+func (d *Device) grow(name string, bytes int64) *mem {
+	if d.scratch == nil {
+		d.scratch = map[string]*mem{}
+	}
+	m := d.scratch[name]
+	if m != nil && m.bytes >= bytes {
+		return m
+	}
+	if m != nil {
+		d.sync()
+		d.release(m)
+	}
+	bytes = max(bytes, 4096)
+	if m != nil {
+		bytes = max(bytes, 2*m.bytes)
+	}
+	nm, err := d.allocate(bytes, "scratch "+name)
+	if err != nil {
+		// Out of memory in the middle of a step: a fault, reported by Sync.
+		d.fail(err)
+		nm = &mem{}
+	}
+	d.scratch[name] = nm
+	return nm
+}
+
+func i32(v int) int32 { return int32(v) }
+
+func cdiv(a, b int) uint32 { return uint32((a + b - 1) / b) }
+
+// elementwise launches a grid-stride kernel over n values.
+func (d *Device) elementwise(name string, n int, args ...any) {
+	if n == 0 {
+		return
+	}
+	d.run(name, dim3{min(cdiv(n, 256), 4096), 1, 1}, dim3{256, 1, 1}, 0, args...)
+}

@@ -1,0 +1,158 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// driver holds the bound driver API functions of one loaded libcuda. The
+// _v2 names are the ones cuda.h maps the plain names to.
+type driver struct {
+	path string
+	lib  uintptr
+
+	cuGetErrorName               func(code int32, s *uintptr) int32
+	cuGetErrorString             func(code int32, s *uintptr) int32
+	cuInit                       func(flags uint32) int32
+	cuDriverGetVersion           func(v *int32) int32
+	cuDeviceGetCount             func(n *int32) int32
+	cuDeviceGet                  func(d *int32, ordinal int32) int32
+	cuDeviceGetAttribute         func(v *int32, attr int32, d int32) int32
+	cuDeviceGetName              func(name *byte, n int32, d int32) int32
+	cuDeviceTotalMem_v2          func(n *uint64, d int32) int32
+	cuDevicePrimaryCtxRetain     func(c *uintptr, d int32) int32
+	cuDevicePrimaryCtxRelease_v2 func(d int32) int32
+	cuCtxSetCurrent              func(c uintptr) int32
+	cuCtxSynchronize             func() int32
+	cuStreamCreate               func(s *uintptr, flags uint32) int32
+	cuStreamDestroy_v2           func(s uintptr) int32
+	cuStreamSynchronize          func(s uintptr) int32
+	cuEventCreate                func(e *uintptr, flags uint32) int32
+	cuEventRecord                func(e, s uintptr) int32
+	cuEventSynchronize           func(e uintptr) int32
+	cuEventElapsedTime           func(ms *float32, start, end uintptr) int32
+	cuEventDestroy_v2            func(e uintptr) int32
+	cuMemGetInfo_v2              func(free, total *uint64) int32
+	cuMemAlloc_v2                func(p *uint64, n uint64) int32
+	cuMemFree_v2                 func(p uint64) int32
+	cuMemcpyHtoD_v2              func(dst uint64, src unsafe.Pointer, n uint64) int32
+	cuMemcpyDtoH_v2              func(dst unsafe.Pointer, src uint64, n uint64) int32
+	cuMemcpyDtoD_v2              func(dst, src uint64, n uint64) int32
+	cuModuleLoadDataEx           func(m *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) int32
+	cuModuleUnload               func(m uintptr) int32
+	cuModuleGetFunction          func(f *uintptr, m uintptr, name *byte) int32
+	cuLaunchKernel               func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params, extra unsafe.Pointer) int32
+}
+
+// libraryPath is the driver library to load: $GLMRUN_LIBCUDA or
+// libcuda.so.1.
+func libraryPath() string {
+	if p := os.Getenv("GLMRUN_LIBCUDA"); p != "" {
+		return p
+	}
+	return "libcuda.so.1"
+}
+
+// loadDriver opens the driver library and binds every function with
+// Dlsym + RegisterFunc (RegisterLibFunc would panic on a missing symbol).
+// Failures wrap ErrNoDriver and list every missing name.
+func loadDriver(path string) (*driver, error) {
+	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoDriver, path, err)
+	}
+	d := &driver{path: path, lib: lib}
+	syms := []struct {
+		name string
+		fn   any
+	}{
+		{"cuGetErrorName", &d.cuGetErrorName},
+		{"cuGetErrorString", &d.cuGetErrorString},
+		{"cuInit", &d.cuInit},
+		{"cuDriverGetVersion", &d.cuDriverGetVersion},
+		{"cuDeviceGetCount", &d.cuDeviceGetCount},
+		{"cuDeviceGet", &d.cuDeviceGet},
+		{"cuDeviceGetAttribute", &d.cuDeviceGetAttribute},
+		{"cuDeviceGetName", &d.cuDeviceGetName},
+		{"cuDeviceTotalMem_v2", &d.cuDeviceTotalMem_v2},
+		{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain},
+		{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease_v2},
+		{"cuCtxSetCurrent", &d.cuCtxSetCurrent},
+		{"cuCtxSynchronize", &d.cuCtxSynchronize},
+		{"cuStreamCreate", &d.cuStreamCreate},
+		{"cuStreamDestroy_v2", &d.cuStreamDestroy_v2},
+		{"cuStreamSynchronize", &d.cuStreamSynchronize},
+		{"cuEventCreate", &d.cuEventCreate},
+		{"cuEventRecord", &d.cuEventRecord},
+		{"cuEventSynchronize", &d.cuEventSynchronize},
+		{"cuEventElapsedTime", &d.cuEventElapsedTime},
+		{"cuEventDestroy_v2", &d.cuEventDestroy_v2},
+		{"cuMemGetInfo_v2", &d.cuMemGetInfo_v2},
+		{"cuMemAlloc_v2", &d.cuMemAlloc_v2},
+		{"cuMemFree_v2", &d.cuMemFree_v2},
+		{"cuMemcpyHtoD_v2", &d.cuMemcpyHtoD_v2},
+		{"cuMemcpyDtoH_v2", &d.cuMemcpyDtoH_v2},
+		{"cuMemcpyDtoD_v2", &d.cuMemcpyDtoD_v2},
+		{"cuModuleLoadDataEx", &d.cuModuleLoadDataEx},
+		{"cuModuleUnload", &d.cuModuleUnload},
+		{"cuModuleGetFunction", &d.cuModuleGetFunction},
+		{"cuLaunchKernel", &d.cuLaunchKernel},
+	}
+	var missing []string
+	for _, s := range syms {
+		p, err := purego.Dlsym(lib, s.name)
+		if err != nil || p == 0 {
+			missing = append(missing, s.name)
+			continue
+		}
+		purego.RegisterFunc(s.fn, p)
+	}
+	if len(missing) > 0 {
+		purego.Dlclose(lib)
+		return nil, fmt.Errorf("%w: %s lacks %s", ErrNoDriver, path, strings.Join(missing, ", "))
+	}
+	return d, nil
+}
+
+// check turns a CUresult into nil or an *Error naming call.
+func (d *driver) check(call string, code int32) error {
+	if code == 0 {
+		return nil
+	}
+	e := &Error{Call: call, Code: int(code), Name: fmt.Sprintf("CUDA_ERROR_%d", code), Text: "unknown error"}
+	var s uintptr
+	if d.cuGetErrorName(code, &s) == 0 && s != 0 {
+		e.Name = cString(s)
+	}
+	if d.cuGetErrorString(code, &s) == 0 && s != 0 {
+		e.Text = cString(s)
+	}
+	return e
+}
+
+// cString copies the NUL-terminated C string at p.
+func cString(p uintptr) string {
+	var b []byte
+	for i := uintptr(0); i < 4096; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+i)) //nolint:govet // C memory from the driver
+		if c == 0 {
+			break
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// cBytes returns the NUL-terminated prefix of b as a string.
+func cBytes(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,86 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ebitengine/purego"
+)
+
+// The fake driver (testdata/fakecuda.c + the CPU simulation of the
+// kernels, testdata/sim.cc) is built once per test binary.
+var fake struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fake.dir != "" {
+		os.RemoveAll(fake.dir)
+	}
+	os.Exit(code)
+}
+
+// buildFake compiles the fake libcuda.so.1 with gcc/g++.
+func buildFake() (string, error) {
+	for _, tool := range []string{"gcc", "g++"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%s not found: %w", tool, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "glmrun-fakecuda-")
+	if err != nil {
+		return "", err
+	}
+	fake.dir = dir
+	out := filepath.Join(dir, "libcuda.so.1")
+	steps := [][]string{
+		{"gcc", "-O2", "-fPIC", "-Wall", "-c", "testdata/fakecuda.c", "-o", filepath.Join(dir, "fakecuda.o")},
+		{"g++", "-std=c++20", "-O2", "-fPIC", "-Wall", "-c", "testdata/sim.cc", "-o", filepath.Join(dir, "sim.o")},
+		{"g++", "-shared", "-o", out, filepath.Join(dir, "fakecuda.o"), filepath.Join(dir, "sim.o"), "-lpthread"},
+	}
+	for _, s := range steps {
+		if b, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%v: %v\n%s", s, err, b)
+		}
+	}
+	return out, nil
+}
+
+// useFake points GLMRUN_LIBCUDA at the fake driver for the test, or
+// skips the test without a C compiler.
+func useFake(t testing.TB) string {
+	t.Helper()
+	fake.once.Do(func() { fake.path, fake.err = buildFake() })
+	if fake.err != nil {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			t.Skipf("no C compiler for the fake driver: %v", fake.err)
+		}
+		t.Fatalf("building the fake driver: %v", fake.err)
+	}
+	t.Setenv("GLMRUN_LIBCUDA", fake.path)
+	return fake.path
+}
+
+// fakeLog returns the fake driver's call log and clears it.
+func fakeLog(t testing.TB) string {
+	t.Helper()
+	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logFn func() uintptr
+	var reset func()
+	purego.RegisterLibFunc(&logFn, lib, "fake_log")
+	purego.RegisterLibFunc(&reset, lib, "fake_log_reset")
+	s := cString(logFn())
+	reset()
+	return s
+}

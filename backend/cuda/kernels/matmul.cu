@@ -1,0 +1,94 @@
+// matmul.cu: dequantizing matrix products and row gathers for every
+// weight type the models use.
+#include "prelude.h"
+#include "dequant.h"
+
+#define MM_TOKENS 4 // activation rows per block (blockIdx.y)
+
+// mm_impl computes, for head z = blockIdx.z, weight row r = z·rows +
+// blockIdx.x and activation rows t of block y:
+//
+//	dst[z·dstHeadOff + t·dstStride + blockIdx.x] = scale' · Σ_i W[r, i]·x[z·xHeadOff + t·xStride + i]
+//
+// with scale' = scale, or 1 when scale is 0. Each thread dequantizes whole
+// 32-element chunks and dots them with MM_TOKENS activation rows; the
+// block then sums its partial results. A plain product has one head.
+template <int T>
+DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, int n, int rowBytes,
+                 int xStride, int dstStride, int xHeadOff, int dstHeadOff, float scale) {
+	SHARED float red[32][MM_TOKENS];
+	int z = blockIdx.z, t0 = blockIdx.y * MM_TOKENS;
+	int nt = imin(MM_TOKENS, n - t0);
+	const u8 *row = w + (u64)(z * rows + blockIdx.x) * rowBytes;
+	const float *xz = x + (u64)z * xHeadOff;
+	float acc[MM_TOKENS] = {0, 0, 0, 0};
+	float v[32];
+	int chunks = (cols + 31) / 32;
+	for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+		deq32<T>(row, c, cols, v);
+		int m = imin(32, cols - 32 * c);
+		for (int t = 0; t < nt; t++) {
+			const float *xt = xz + (u64)(t0 + t) * xStride + 32 * c;
+			float s = 0;
+			for (int k = 0; k < m; k++)
+				s += v[k] * xt[k];
+			acc[t] += s;
+		}
+	}
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+	for (int t = 0; t < MM_TOKENS; t++) {
+		float s = warp_sum(acc[t]);
+		if (lane == 0)
+			red[warp][t] = s;
+	}
+	__syncthreads();
+	if (threadIdx.x < (unsigned)nt) {
+		int t = threadIdx.x;
+		float s = 0;
+		for (int i = 0; i < nw; i++)
+			s += red[i][t];
+		if (scale != 0)
+			s *= scale;
+		dst[(u64)z * dstHeadOff + (u64)(t0 + t) * dstStride + blockIdx.x] = s;
+	}
+}
+
+// get_rows_impl writes row ids[b] of w (row b when ids is null),
+// dequantized, to dst[b·cols …] for block b.
+template <int T> DEV void get_rows_impl(float *dst, const u8 *w, const int *ids, int cols, int rowBytes) {
+	int r = ids ? ids[blockIdx.x] : (int)blockIdx.x;
+	const u8 *row = w + (u64)r * rowBytes;
+	float *out = dst + (u64)blockIdx.x * cols;
+	float v[32];
+	int chunks = (cols + 31) / 32;
+	for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+		deq32<T>(row, c, cols, v);
+		int m = imin(32, cols - 32 * c);
+		for (int k = 0; k < m; k++)
+			out[32 * c + k] = v[k];
+	}
+}
+
+#define MM_KERNELS(suffix, T)                                                                                   \
+	KERNEL mm_##suffix(float *dst, const u8 *w, const float *x, int rows, int cols, int n, int rowBytes,       \
+	                   int xStride, int dstStride, int xHeadOff, int dstHeadOff, float scale) {                \
+		mm_impl<T>(dst, w, x, rows, cols, n, rowBytes, xStride, dstStride, xHeadOff, dstHeadOff, scale);   \
+	}                                                                                                          \
+	GLM_REGISTER(mm_##suffix)                                                                                  \
+	KERNEL get_rows_##suffix(float *dst, const u8 *w, const int *ids, int cols, int rowBytes) {               \
+		get_rows_impl<T>(dst, w, ids, cols, rowBytes);                                                     \
+	}                                                                                                          \
+	GLM_REGISTER(get_rows_##suffix)
+
+MM_KERNELS(f32, T_F32)
+MM_KERNELS(f16, T_F16)
+MM_KERNELS(bf16, T_BF16)
+MM_KERNELS(q4_0, T_Q4_0)
+MM_KERNELS(q4_1, T_Q4_1)
+MM_KERNELS(q5_0, T_Q5_0)
+MM_KERNELS(q5_1, T_Q5_1)
+MM_KERNELS(q8_0, T_Q8_0)
+MM_KERNELS(q4_k, T_Q4_K)
+MM_KERNELS(q5_k, T_Q5_K)
+MM_KERNELS(q6_k, T_Q6_K)
+MM_KERNELS(iq4_xs, T_IQ4_XS)

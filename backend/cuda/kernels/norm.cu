@@ -1,0 +1,45 @@
+// norm.cu: RMSNorm and LayerNorm over rows, one block per row. Sums are
+// kept in double, as the Go CPU kernels accumulate in float64.
+#include "prelude.h"
+
+// rmsnorm_f32: row r (blockIdx.x) of n values at r·stride:
+// dst = x·(1/sqrt(mean(x²)+eps))·w. blockDim.x is a power of two.
+KERNEL rmsnorm_f32(float *dst, const float *x, const float *w, int n, int stride, float eps) {
+	const float *xr = x + (u64)blockIdx.x * stride;
+	float *dr = dst + (u64)blockIdx.x * stride;
+	double s = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		float v = xr[i];
+		s += (double)(v * v);
+	}
+	s = block_sum_d(s);
+	float mean = (float)(s / n);
+	float scale = 1.0f / (float)glm_sqrt((double)(mean + eps));
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		dr[i] = xr[i] * scale * w[i];
+}
+GLM_REGISTER(rmsnorm_f32)
+
+// layernorm_f32: dst = (x − mean)·(1/sqrt(var+eps))·w + b per row.
+KERNEL layernorm_f32(float *dst, const float *x, const float *w, const float *b, int n, int stride, float eps) {
+	const float *xr = x + (u64)blockIdx.x * stride;
+	float *dr = dst + (u64)blockIdx.x * stride;
+	double s = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		s += (double)xr[i];
+	s = block_sum_d(s);
+	float mean = (float)(s / n);
+	double s2 = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		float d = xr[i] - mean;
+		s2 += (double)(d * d);
+	}
+	s2 = block_sum_d(s2);
+	float var = (float)(s2 / n);
+	float scale = 1.0f / (float)glm_sqrt((double)(var + eps));
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		float d = xr[i] - mean;
+		dr[i] = d * scale * w[i] + b[i];
+	}
+}
+GLM_REGISTER(layernorm_f32)

@@ -1,0 +1,304 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/glmrun/glmrun/backend"
+)
+
+// mm queues dst = w·x for n activation rows with explicit strides and,
+// for heads > 1, one product per head h using weight rows
+// [h·rows, (h+1)·rows), x at h·xHeadOff and dst at h·dstHeadOff.
+func (d *Device) mm(dst, x uint64, w *weight, rows, n, xStride, dstStride, heads, xHeadOff, dstHeadOff int) {
+	if n == 0 {
+		return
+	}
+	d.run("mm_"+mmTypes[w.typ], dim3{uint32(rows), cdiv(n, 4), uint32(heads)}, dim3{128, 1, 1}, 0,
+		dst, w.m.ptr, x, i32(rows), i32(w.cols), i32(n), i32(w.rowBytes), i32(xStride), i32(dstStride),
+		i32(xHeadOff), i32(dstHeadOff), w.scale)
+}
+
+// GetRows writes rows ids of w, dequantized, to dst.
+func (d *Device) GetRows(dst backend.Buffer, w backend.Weight, rows []int32) {
+	wt, out := d.weight(w), d.buf(dst)
+	if len(rows) == 0 {
+		return
+	}
+	if out.n < len(rows)*wt.cols {
+		panic(fmt.Sprintf("%s: GetRows of %d rows of %d into %d values", d.Name(), len(rows), wt.cols, out.n))
+	}
+	for _, r := range rows {
+		if r < 0 || int(r) >= wt.rows {
+			panic(fmt.Sprintf("%s: GetRows %s: row %d out of [0, %d)", d.Name(), wt.name, r, wt.rows))
+		}
+	}
+	ids := d.scratchIDs("getrows.ids", len(rows))
+	d.writeIDs(ids, rows)
+	d.run("get_rows_"+mmTypes[wt.typ], dim3{uint32(len(rows)), 1, 1}, dim3{128, 1, 1}, 0,
+		out.ptr, wt.m.ptr, ids.ptr, i32(wt.cols), i32(wt.rowBytes))
+}
+
+// MatMul computes dst[t, r] = Σ_i w[r, i]·x[t, i] for n rows.
+func (d *Device) MatMul(dst, x backend.Buffer, n int, w backend.Weight) {
+	wt, o, in := d.weight(w), d.buf(dst), d.buf(x)
+	if in.n < n*wt.cols || o.n < n*wt.rows {
+		panic(fmt.Sprintf("%s: MatMul %s: x has %d values, dst %d; want %d x %d and %d x %d",
+			d.Name(), wt.name, in.n, o.n, n, wt.cols, n, wt.rows))
+	}
+	d.mm(o.ptr, in.ptr, wt, wt.rows, n, wt.cols, wt.rows, 1, 0, 0)
+}
+
+// normBlock is the block size of the row kernels: a power of two.
+func normBlock(n int) uint32 {
+	b := uint32(32)
+	for b < 256 && int(b) < n {
+		b *= 2
+	}
+	return b
+}
+
+// RMSNorm normalizes rows of x into dst.
+func (d *Device) RMSNorm(dst, x backend.Buffer, rows, stride int, w backend.Buffer, eps float32) {
+	n := w.Len()
+	if rows == 0 {
+		return
+	}
+	if rows > 0 && (x.Len() < (rows-1)*stride+n || dst.Len() < (rows-1)*stride+n) {
+		panic(fmt.Sprintf("%s: RMSNorm of %d rows of %d (stride %d) over %d values", d.Name(), rows, n, stride, x.Len()))
+	}
+	d.run("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{normBlock(n), 1, 1}, 0,
+		d.ptr(dst), d.ptr(x), d.ptr(w), i32(n), i32(stride), eps)
+}
+
+// LayerNorm normalizes rows of x into dst.
+func (d *Device) LayerNorm(dst, x backend.Buffer, rows, stride int, w, b backend.Buffer, eps float32) {
+	n := w.Len()
+	if rows == 0 {
+		return
+	}
+	if x.Len() < (rows-1)*stride+n || dst.Len() < (rows-1)*stride+n || b.Len() != n {
+		panic(fmt.Sprintf("%s: LayerNorm of %d rows of %d (stride %d) over %d values", d.Name(), rows, n, stride, x.Len()))
+	}
+	d.run("layernorm_f32", dim3{uint32(rows), 1, 1}, dim3{normBlock(n), 1, 1}, 0,
+		d.ptr(dst), d.ptr(x), d.ptr(w), d.ptr(b), i32(n), i32(stride), eps)
+}
+
+// ropeArgs returns the host-computed constants of r: θ scale and the YaRN
+// magnitude factor, computed in float32 as backend/cpu.RopeTable does.
+func ropeArgs(r *backend.Rope) (thetaScale, mscaleExt float32) {
+	thetaScale = float32(math.Pow(float64(r.Base), -2/float64(r.Dims)))
+	mscaleExt = 1 + 0.1*float32(math.Log(float64(1/r.FreqScale)))
+	return
+}
+
+// Rope rotates heads of rows of x by positions pos0 ….
+func (d *Device) Rope(x backend.Buffer, rows, heads, stride, off, pos0 int, r backend.Rope) {
+	if rows == 0 || heads == 0 || r.Dims == 0 {
+		return
+	}
+	if x.Len() < ((rows-1)*heads+heads-1)*stride+off+r.Dims {
+		panic(fmt.Sprintf("%s: Rope of %d rows × %d heads (stride %d, off %d, dims %d) over %d values",
+			d.Name(), rows, heads, stride, off, r.Dims, x.Len()))
+	}
+	ts, ms := ropeArgs(&r)
+	d.run("rope_f32", dim3{uint32(rows), 1, 1}, dim3{64, 1, 1}, 0,
+		d.ptr(x), i32(heads), i32(stride), i32(off), i32(pos0), i32(r.Dims), ts, r.FreqScale, r.ExtFactor,
+		r.AttnFactor, ms, r.CorrDims[0], r.CorrDims[1])
+}
+
+func sameLen(op string, d *Device, a, b backend.Buffer) int {
+	if a.Len() != b.Len() {
+		panic(fmt.Sprintf("%s: %s of %d values and %d", d.Name(), op, a.Len(), b.Len()))
+	}
+	return a.Len()
+}
+
+// Add adds x to y.
+func (d *Device) Add(y, x backend.Buffer) {
+	n := sameLen("Add", d, y, x)
+	d.elementwise("add_f32", n, d.ptr(y), d.ptr(x), i32(n))
+}
+
+// Scale multiplies x by a.
+func (d *Device) Scale(x backend.Buffer, a float32) {
+	d.elementwise("scale_f32", x.Len(), d.ptr(x), a, i32(x.Len()))
+}
+
+// Copy copies src to dst.
+func (d *Device) Copy(dst, src backend.Buffer) {
+	n := sameLen("Copy", d, dst, src)
+	d.elementwise("copy_f32", n, d.ptr(dst), d.ptr(src), i32(n))
+}
+
+// SwiGLU writes silu(gate)·up to dst.
+func (d *Device) SwiGLU(dst, gate, up backend.Buffer) {
+	n := sameLen("SwiGLU", d, dst, gate)
+	sameLen("SwiGLU", d, dst, up)
+	d.elementwise("swiglu_f32", n, d.ptr(dst), d.ptr(gate), d.ptr(up), i32(n))
+}
+
+// fill sets n values at p to v.
+func (d *Device) fill(p uint64, v float32, n int) {
+	d.elementwise("fill_f32", n, p, v, i32(n))
+}
+
+// Softmax replaces each of rows rows of n values (row r at r·stride) by
+// its softmax. It is not part of backend.Device; tests and future fused
+// paths use it.
+func (d *Device) Softmax(x backend.Buffer, rows, n, stride int) {
+	if rows == 0 {
+		return
+	}
+	d.run("softmax_f32", dim3{uint32(rows), 1, 1}, dim3{normBlock(n), 1, 1}, 0, d.ptr(x), i32(n), i32(stride))
+}
+
+// IndexerTopK selects each query's best keys (GLM5-MATH section 6).
+func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0 int, p backend.IndexerParams) {
+	if T == 0 {
+		return
+	}
+	nKV := pos0 + T
+	if sel.Len() < T*p.TopK || q.Len() < T*p.Heads*p.Dim || w.Len() < T*p.Heads || keys.Len() < nKV*p.Dim {
+		panic(fmt.Sprintf("%s: IndexerTopK: shapes do not match T=%d pos0=%d %+v", d.Name(), T, pos0, p))
+	}
+	score := d.scratchF32("indexer.score", T*nKV)
+	rank := d.scratchIDs("indexer.rank", T*nKV)
+	d.run("indexer_scores_f32", dim3{cdiv(nKV, 128), uint32(T), 1}, dim3{128, 1, 1}, 0,
+		score.ptr, d.ptr(q), d.ptr(w), d.ptr(keys), i32(p.Heads), i32(p.Dim), i32(pos0), i32(nKV))
+	d.run("topk_rows_i32", dim3{uint32(T), 1, 1}, dim3{256, 1, 1}, 0,
+		d.idsPtr(sel), rank.ptr, score.ptr, i32(nKV), i32(pos0), i32(p.TopK))
+}
+
+// AttentionPrefill is MLA in the decompressed form (GLM5-MATH 3.2).
+func (d *Device) AttentionPrefill(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
+	if T == 0 {
+		return
+	}
+	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
+	nKV := pos0 + T
+	kw, vw := d.weight(kb), d.weight(vb)
+	d.checkMLA("AttentionPrefill", kqv, q, latent, kw, vw, sel, T, nKV, p)
+	// W_UK of this device's heads, dequantized: [H·kr, dn].
+	kbf := d.scratchF32("mla.kb", H*kr*dn)
+	d.run("get_rows_"+mmTypes[kw.typ], dim3{uint32(H * kr), 1, 1}, dim3{64, 1, 1}, 0,
+		kbf.ptr, kw.m.ptr, uint64(0), i32(dn), i32(kw.rowBytes))
+	// k_nope for every key and head: [nKV, H, dn].
+	knope := d.scratchF32("mla.knope", nKV*H*dn)
+	d.run("mla_knope_f32", dim3{uint32(nKV), uint32(H), 1}, dim3{64, 1, 1}, 0,
+		knope.ptr, d.ptr(latent), kbf.ptr, i32(H), i32(kr), i32(dr), i32(dn))
+	// v = W_UV c for every key: [nKV, H·dv].
+	vals := d.scratchF32("mla.vals", nKV*H*dv)
+	d.mm(vals.ptr, d.ptr(latent), vw, H*dv, nKV, kr+dr, H*dv, 1, 0, 0)
+	scores := d.scratchF32("mla.scores", T*H*nKV)
+	d.run("mla_prefill_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
+		d.ptr(kqv), scores.ptr, d.ptr(q), knope.ptr, d.ptr(latent), vals.ptr, d.idsPtr(sel),
+		i32(H), i32(dn), i32(dr), i32(dv), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
+}
+
+// AttentionDecode is MLA in the absorbed form (GLM5-MATH 3.3).
+func (d *Device) AttentionDecode(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
+	if T == 0 {
+		return
+	}
+	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
+	nKV := pos0 + T
+	kw, vw := d.weight(kb), d.weight(vb)
+	d.checkMLA("AttentionDecode", kqv, q, latent, kw, vw, sel, T, nKV, p)
+	// q̃_h = W_UK_hᵀ q_nope_h: per head, attn_k_b rows [h·kr, (h+1)·kr).
+	qabs := d.scratchF32("mla.qabs", T*H*kr)
+	d.mm(qabs.ptr, d.ptr(q), kw, kr, T, H*(dn+dr), H*kr, H, dn+dr, kr)
+	oabs := d.scratchF32("mla.oabs", T*H*kr)
+	scores := d.scratchF32("mla.scores", T*H*nKV)
+	d.run("mla_decode_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
+		oabs.ptr, scores.ptr, qabs.ptr, d.ptr(q), d.ptr(latent), d.idsPtr(sel),
+		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
+	// o_h = W_UV_h ô_h.
+	d.mm(d.ptr(kqv), oabs.ptr, vw, dv, T, H*kr, H*dv, H, kr, dv)
+}
+
+func (d *Device) checkMLA(op string, kqv, q, latent backend.Buffer, kb, vb *weight, sel backend.IDs, T, nKV int, p backend.MLAParams) {
+	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
+	ok := kqv.Len() >= T*H*dv && q.Len() >= T*H*(dn+dr) && latent.Len() >= nKV*(kr+dr) &&
+		kb.rows == H*kr && kb.cols == dn && vb.rows == H*dv && vb.cols == kr &&
+		(sel == nil || sel.Len() >= T*p.TopK)
+	if !ok {
+		panic(fmt.Sprintf("%s: %s: shapes do not match T=%d nKV=%d %+v (k_b %dx%d, v_b %dx%d)",
+			d.Name(), op, T, nKV, p, kb.rows, kb.cols, vb.rows, vb.cols))
+	}
+}
+
+// RouterTopK turns router logits into expert ids and weights.
+func (d *Device) RouterTopK(ids backend.IDs, weights, logits backend.Buffer, T int, r *backend.Router) {
+	if T == 0 {
+		return
+	}
+	X, K := r.Experts, r.Used
+	groups, use := max(r.Groups, 1), r.GroupsUse
+	if groups == 1 {
+		use = 1
+	}
+	if ids.Len() < T*K || weights.Len() < T*K || logits.Len() < T*X || K > X || X%groups != 0 {
+		panic(fmt.Sprintf("%s: RouterTopK: shapes do not match T=%d %+v", d.Name(), T, *r))
+	}
+	norm := int32(0)
+	if r.NormWeights {
+		norm = 1
+	}
+	shared := uint32(4 * (2*X + 2*groups))
+	d.run("router_topk_f32", dim3{uint32(T), 1, 1}, dim3{256, 1, 1}, shared,
+		d.idsPtr(ids), d.ptr(weights), d.ptr(logits), d.ptr(r.Bias), i32(X), i32(K), i32(int(r.Gating)),
+		i32(groups), i32(use), norm, r.Scale)
+}
+
+// MoE runs this device's routed experts and sums each token's slots in
+// routing order. It reads the routing ids back to the host to dispatch.
+func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights backend.Buffer, e *backend.Experts) {
+	if T == 0 || len(e.Gate) == 0 {
+		if T > 0 {
+			d.fill(d.ptr(dst), 0, dst.Len())
+		}
+		return
+	}
+	E := e.Gate[0].Cols()
+	K := ids.Len() / T
+	if dst.Len() < T*E || x.Len() < T*E || weights.Len() < T*K {
+		panic(fmt.Sprintf("%s: MoE: shapes do not match T=%d E=%d K=%d", d.Name(), T, E, K))
+	}
+	route := make([]int32, T*K)
+	d.ReadIDs(route, ids.Slice(0, T*K))
+	slotOut := d.scratchF32("moe.slots", T*K*E)
+	d.fill(slotOut.ptr, 0, T*K*E)
+	var tokens, slots []int32
+	for j := range e.Gate {
+		tokens, slots = tokens[:0], slots[:0]
+		for i, ex := range route {
+			if int(ex) == e.First+j {
+				tokens = append(tokens, int32(i/K))
+				slots = append(slots, int32(i))
+			}
+		}
+		n := len(tokens)
+		if n == 0 {
+			continue
+		}
+		gate, up, down := d.weight(e.Gate[j]), d.weight(e.Up[j]), d.weight(e.Down[j])
+		F := gate.rows
+		tok := d.scratchIDs("moe.tokens", n)
+		sl := d.scratchIDs("moe.slotids", n)
+		d.writeIDs(tok, tokens)
+		d.writeIDs(sl, slots)
+		in := d.scratchF32("moe.in", n*E)
+		g := d.scratchF32("moe.gate", n*F)
+		u := d.scratchF32("moe.up", n*F)
+		out := d.scratchF32("moe.out", n*E)
+		d.run("gather_rows_f32", dim3{uint32(n), 1, 1}, dim3{128, 1, 1}, 0, in.ptr, d.ptr(x), tok.ptr, i32(E))
+		d.mm(g.ptr, in.ptr, gate, F, n, E, F, 1, 0, 0)
+		d.mm(u.ptr, in.ptr, up, F, n, E, F, 1, 0, 0)
+		d.elementwise("swiglu_f32", n*F, g.ptr, g.ptr, u.ptr, i32(n*F))
+		d.mm(out.ptr, g.ptr, down, E, n, F, E, 1, 0, 0)
+		d.run("moe_scatter_f32", dim3{uint32(n), 1, 1}, dim3{128, 1, 1}, 0,
+			slotOut.ptr, out.ptr, sl.ptr, d.ptr(weights), i32(E))
+	}
+	d.run("moe_sum_f32", dim3{uint32(T), 1, 1}, dim3{128, 1, 1}, 0, d.ptr(dst), slotOut.ptr, i32(K), i32(E))
+}

@@ -1,0 +1,86 @@
+package cuda
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// ptxSource is the kernels' PTX module (gen.sh), JIT-compiled by the
+// driver when a device opens.
+//
+//go:embed ptx/glmrun.ptx
+var ptxSource []byte
+
+// PTX returns a copy of the embedded PTX module.
+func PTX() []byte { return append([]byte(nil), ptxSource...) }
+
+// Parameter kinds of a kernel signature: a device pointer (8 bytes), an
+// int (4) or a float (4).
+const (
+	pPtr = 'p'
+	pInt = 'i'
+	pF32 = 'f'
+)
+
+// mmTypes maps the weight types with matmul and get_rows kernels to their
+// kernel name suffix.
+var mmTypes = map[tensor.Type]string{
+	tensor.F32: "f32", tensor.F16: "f16", tensor.BF16: "bf16",
+	tensor.Q4_0: "q4_0", tensor.Q4_1: "q4_1", tensor.Q5_0: "q5_0", tensor.Q5_1: "q5_1", tensor.Q8_0: "q8_0",
+	tensor.Q4_K: "q4_k", tensor.Q5_K: "q5_k", tensor.Q6_K: "q6_k", tensor.IQ4_XS: "iq4_xs",
+}
+
+// Signatures returns every kernel the Go code launches with its parameter
+// kinds, one byte per parameter: 'p' a device pointer (8 bytes), 'i' an
+// int32, 'f' a float32. Tests check them against the PTX entries.
+func Signatures() map[string]string {
+	s := map[string]string{
+		"rmsnorm_f32":        "pppiif",
+		"layernorm_f32":      "ppppiif",
+		"rope_f32":           "piiiiifffffff",
+		"add_f32":            "ppi",
+		"scale_f32":          "pfi",
+		"copy_f32":           "ppi",
+		"fill_f32":           "pfi",
+		"swiglu_f32":         "pppi",
+		"softmax_f32":        "pii",
+		"router_topk_f32":    "ppppiiiiiif",
+		"indexer_scores_f32": "ppppiiii",
+		"topk_rows_i32":      "pppiii",
+		"mla_knope_f32":      "pppiiii",
+		"mla_prefill_f32":    "pppppppiiiiiiiif",
+		"mla_decode_f32":     "ppppppiiiiiiif",
+		"gather_rows_f32":    "pppi",
+		"moe_scatter_f32":    "ppppi",
+		"moe_sum_f32":        "ppii",
+	}
+	for _, suf := range mmTypes {
+		s["mm_"+suf] = "pppiiiiiiiif"
+		s["get_rows_"+suf] = "pppii"
+	}
+	return s
+}
+
+// checkArgs panics if args do not match the kernel's signature: a broken
+// invariant of this package, caught by every test that launches it.
+func checkArgs(name, sig string, args []any) {
+	if len(sig) != len(args) {
+		panic(fmt.Sprintf("cuda: %s takes %d arguments, got %d", name, len(sig), len(args)))
+	}
+	for i, a := range args {
+		var ok bool
+		switch sig[i] {
+		case pPtr:
+			_, ok = a.(uint64)
+		case pInt:
+			_, ok = a.(int32)
+		case pF32:
+			_, ok = a.(float32)
+		}
+		if !ok {
+			panic(fmt.Sprintf("cuda: %s argument %d is %T, signature %q", name, i, a, sig))
+		}
+	}
+}

@@ -1,0 +1,490 @@
+// fakecuda.c: a fake libcuda.so.1 for glmrun's tests. It implements the
+// driver API calls backend/cuda binds, with the real error codes and
+// names; device memory is host memory; every call is appended to a log
+// (fake_log); and cuLaunchKernel executes the kernel on the CPU through
+// sim.cc (the same .cu sources compiled with GLM_CPU_SIM), after checking
+// the launch against the .entry parameter list of the loaded PTX.
+//
+// Environment: FAKECUDA_DEVICES (default 1; 0 makes cuInit fail with
+// CUDA_ERROR_NO_DEVICE), FAKECUDA_MEM (bytes per device, default 1 GiB).
+// A PTX image containing "glmrun_fake_jit_error" fails to load with
+// CUDA_ERROR_INVALID_PTX and a message in the JIT error log buffer.
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
+
+enum {
+	SUCCESS = 0,
+	INVALID_VALUE = 1,
+	OUT_OF_MEMORY = 2,
+	NOT_INITIALIZED = 3,
+	NO_DEVICE = 100,
+	INVALID_DEVICE = 101,
+	INVALID_CONTEXT = 201,
+	INVALID_PTX = 218,
+	INVALID_HANDLE = 400,
+	NOT_FOUND = 500,
+	LAUNCH_FAILED = 719,
+};
+
+static const struct {
+	int code;
+	const char *name, *text;
+} errs[] = {
+    {SUCCESS, "CUDA_SUCCESS", "no error"},
+    {INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+};
+
+int glm_sim_launch(const char *name, const unsigned grid[3], const unsigned block[3], unsigned shmem, void **params,
+                   int nparams, const int *sizes, char *err, size_t errlen);
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int inited;
+static char logbuf[1 << 20];
+static size_t loglen;
+static long launches;
+static char lastSimError[512];
+
+static void logf_(const char *fmt, ...) {
+	if (loglen >= sizeof logbuf - 256)
+		return; // keep the first megabyte
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(logbuf + loglen, sizeof logbuf - loglen, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		loglen += (size_t)n < sizeof logbuf - loglen ? (size_t)n : sizeof logbuf - loglen - 1;
+}
+
+// ---- test hooks ----
+const char *fake_log(void) { return logbuf; }
+void fake_log_reset(void) {
+	pthread_mutex_lock(&mu);
+	loglen = 0;
+	logbuf[0] = 0;
+	pthread_mutex_unlock(&mu);
+}
+long fake_launches(void) { return launches; }
+
+static int ndevices(void) {
+	const char *s = getenv("FAKECUDA_DEVICES");
+	return s ? atoi(s) : 1;
+}
+static size_t memlimit(void) {
+	const char *s = getenv("FAKECUDA_MEM");
+	return s ? (size_t)strtoull(s, 0, 10) : (size_t)1 << 30;
+}
+
+// ---- allocations ----
+struct alloc {
+	char *p;
+	size_t n;
+	int dev;
+	struct alloc *next;
+};
+static struct alloc *allocs;
+static size_t used[64];
+static int current = -1; // device of the current context (one thread model: last set)
+
+static struct alloc *find(CUdeviceptr p, size_t n) {
+	for (struct alloc *a = allocs; a; a = a->next)
+		if ((char *)p >= a->p && (char *)p + n <= a->p + a->n)
+			return a;
+	return 0;
+}
+
+#define CHECK_INIT()                                                                                           \
+	do {                                                                                                   \
+		if (!inited) {                                                                                 \
+			pthread_mutex_unlock(&mu);                                                             \
+			return NOT_INITIALIZED;                                                                \
+		}                                                                                              \
+	} while (0)
+#define RET(code)                                                                                              \
+	do {                                                                                                   \
+		CUresult r_ = (code);                                                                          \
+		logf_(" -> %d\n", r_);                                                                         \
+		pthread_mutex_unlock(&mu);                                                                     \
+		return r_;                                                                                     \
+	} while (0)
+
+CUresult cuGetErrorName(CUresult e, const char **s) {
+	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+		if (errs[i].code == e) {
+			*s = errs[i].name;
+			return SUCCESS;
+		}
+	*s = 0;
+	return INVALID_VALUE;
+}
+CUresult cuGetErrorString(CUresult e, const char **s) {
+	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+		if (errs[i].code == e) {
+			*s = errs[i].text;
+			return SUCCESS;
+		}
+	*s = 0;
+	return INVALID_VALUE;
+}
+
+CUresult cuInit(unsigned flags) {
+	pthread_mutex_lock(&mu);
+	logf_("cuInit flags=%u", flags);
+	if (flags != 0)
+		RET(INVALID_VALUE);
+	if (ndevices() <= 0)
+		RET(NO_DEVICE);
+	inited = 1;
+	RET(SUCCESS);
+}
+CUresult cuDriverGetVersion(int *v) {
+	*v = 12080;
+	return SUCCESS;
+}
+CUresult cuDeviceGetCount(int *n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuDeviceGetCount");
+	*n = ndevices();
+	RET(SUCCESS);
+}
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuDeviceGet %d", ordinal);
+	if (ordinal < 0 || ordinal >= ndevices() || ordinal >= 64)
+		RET(INVALID_DEVICE);
+	*d = ordinal;
+	RET(SUCCESS);
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices())
+		RET(INVALID_DEVICE);
+	switch (attr) {
+	case 75: *v = 9; break;   // compute capability major
+	case 76: *v = 0; break;   // minor
+	case 16: *v = 132; break; // multiprocessors
+	default: *v = 0; break;
+	}
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices())
+		RET(INVALID_DEVICE);
+	snprintf(name, (size_t)len, "glmrun fake CUDA device %d", d);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t *n, CUdevice d) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (d < 0 || d >= ndevices())
+		RET(INVALID_DEVICE);
+	*n = memlimit();
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+static int ctxTags[64];
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuDevicePrimaryCtxRetain %d", d);
+	if (d < 0 || d >= ndevices())
+		RET(INVALID_DEVICE);
+	*c = &ctxTags[d];
+	RET(SUCCESS);
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuDevicePrimaryCtxRelease_v2 %d", d);
+	if (d < 0 || d >= ndevices())
+		RET(INVALID_DEVICE);
+	RET(SUCCESS);
+}
+CUresult cuCtxSetCurrent(CUcontext c) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuCtxSetCurrent");
+	if (c && (c < (void *)&ctxTags[0] || c >= (void *)&ctxTags[64]))
+		RET(INVALID_CONTEXT);
+	current = c ? (int)((int *)c - ctxTags) : -1;
+	RET(SUCCESS);
+}
+CUresult cuCtxSynchronize(void) { return inited ? SUCCESS : NOT_INITIALIZED; }
+
+CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuStreamCreate flags=%u", flags);
+	*s = malloc(1);
+	RET(SUCCESS);
+}
+CUresult cuStreamDestroy_v2(CUstream s) {
+	free(s);
+	return SUCCESS;
+}
+CUresult cuStreamSynchronize(CUstream s) { return inited ? SUCCESS : NOT_INITIALIZED; }
+
+CUresult cuEventCreate(CUevent *e, unsigned flags) {
+	*e = calloc(1, sizeof(long));
+	return inited ? SUCCESS : NOT_INITIALIZED;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+	*(long *)e = launches;
+	return SUCCESS;
+}
+CUresult cuEventSynchronize(CUevent e) { return SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+	*ms = (float)(*(long *)b - *(long *)a); // launches in between, as "milliseconds"
+	return SUCCESS;
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+	free(e);
+	return SUCCESS;
+}
+
+CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (current < 0)
+		RET(INVALID_CONTEXT);
+	*total = memlimit();
+	*freeb = memlimit() - used[current];
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuMemAlloc_v2 %zu", n);
+	if (current < 0)
+		RET(INVALID_CONTEXT);
+	if (n == 0)
+		RET(INVALID_VALUE);
+	if (used[current] + n > memlimit())
+		RET(OUT_OF_MEMORY);
+	struct alloc *a = malloc(sizeof *a);
+	a->p = malloc(n);
+	memset(a->p, 0xa5, n); // like the GPU: contents undefined, but never zero by luck
+	a->n = n;
+	a->dev = current;
+	a->next = allocs;
+	allocs = a;
+	used[current] += n;
+	*p = (CUdeviceptr)(uintptr_t)a->p;
+	RET(SUCCESS);
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuMemFree_v2");
+	for (struct alloc **pp = &allocs; *pp; pp = &(*pp)->next) {
+		struct alloc *a = *pp;
+		if ((CUdeviceptr)(uintptr_t)a->p == p) {
+			*pp = a->next;
+			used[a->dev] -= a->n;
+			free(a->p);
+			free(a);
+			RET(SUCCESS);
+		}
+	}
+	RET(INVALID_VALUE);
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (!find(dst, n)) {
+		logf_("cuMemcpyHtoD_v2 %zu bytes outside any allocation", n);
+		RET(INVALID_VALUE);
+	}
+	memcpy((void *)(uintptr_t)dst, src, n);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (!find(src, n)) {
+		logf_("cuMemcpyDtoH_v2 %zu bytes outside any allocation", n);
+		RET(INVALID_VALUE);
+	}
+	memcpy(dst, (void *)(uintptr_t)src, n);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (!find(src, n) || !find(dst, n)) {
+		logf_("cuMemcpyDtoD_v2 %zu bytes outside any allocation", n);
+		RET(INVALID_VALUE);
+	}
+	memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+// ---- modules ----
+#define MAXPARAMS 32
+struct entry {
+	char name[128];
+	int nparams;
+	int sizes[MAXPARAMS];
+};
+struct module {
+	int n;
+	struct entry *e;
+};
+
+static int paramSize(const char *t) {
+	if (!strncmp(t, ".u64", 4) || !strncmp(t, ".b64", 4) || !strncmp(t, ".s64", 4) || !strncmp(t, ".f64", 4))
+		return 8;
+	if (!strncmp(t, ".u32", 4) || !strncmp(t, ".b32", 4) || !strncmp(t, ".s32", 4) || !strncmp(t, ".f32", 4))
+		return 4;
+	if (!strncmp(t, ".u16", 4) || !strncmp(t, ".b16", 4) || !strncmp(t, ".s16", 4) || !strncmp(t, ".f16", 4))
+		return 2;
+	if (!strncmp(t, ".u8", 3) || !strncmp(t, ".b8", 3) || !strncmp(t, ".s8", 3))
+		return 1;
+	return -1;
+}
+
+// parse reads every ".entry NAME(" and its ".param .TYPE" list.
+static int parse(const char *ptx, struct module *m) {
+	m->n = 0;
+	m->e = 0;
+	for (const char *p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry ")) {
+		const char *s = p + 7, *q = strchr(s, '(');
+		if (!q || q - s >= 127)
+			return -1;
+		m->e = realloc(m->e, (size_t)(m->n + 1) * sizeof *m->e);
+		struct entry *e = &m->e[m->n++];
+		memcpy(e->name, s, (size_t)(q - s));
+		e->name[q - s] = 0;
+		e->nparams = 0;
+		const char *end = strchr(q, ')');
+		for (const char *r = strstr(q, ".param "); r && end && r < end; r = strstr(r + 1, ".param ")) {
+			if (e->nparams == MAXPARAMS)
+				return -1;
+			e->sizes[e->nparams++] = paramSize(r + 7);
+		}
+	}
+	return 0;
+}
+
+static void setOpt(unsigned n, int *opts, void **vals, int which, int sizeOpt, const char *msg) {
+	char *buf = 0;
+	size_t size = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (opts[i] == which)
+			buf = vals[i];
+		if (opts[i] == sizeOpt)
+			size = (size_t)(uintptr_t)vals[i];
+	}
+	if (buf && size) {
+		snprintf(buf, size, "%s", msg);
+		for (unsigned i = 0; i < n; i++)
+			if (opts[i] == sizeOpt)
+				vals[i] = (void *)(uintptr_t)(strlen(buf) + 1);
+	}
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned n, int *opts, void **vals) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuModuleLoadDataEx options=%u", n);
+	if (current < 0)
+		RET(INVALID_CONTEXT);
+	const char *ptx = image;
+	if (strstr(ptx, "glmrun_fake_jit_error")) {
+		setOpt(n, opts, vals, 5, 6, "ptxas application ptx input, line 1; error   : fake JIT failure (glmrun_fake_jit_error)");
+		RET(INVALID_PTX);
+	}
+	struct module *m = malloc(sizeof *m);
+	if (parse(ptx, m) != 0) {
+		free(m);
+		setOpt(n, opts, vals, 5, 6, "fake JIT: cannot parse the .entry list");
+		RET(INVALID_PTX);
+	}
+	char info[128];
+	snprintf(info, sizeof info, "fake JIT: %d entries", m->n);
+	setOpt(n, opts, vals, 3, 4, info);
+	*mod = m;
+	RET(SUCCESS);
+}
+CUresult cuModuleUnload(CUmodule mod) {
+	struct module *m = mod;
+	if (!m)
+		return INVALID_HANDLE;
+	free(m->e);
+	free(m);
+	return SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	struct module *m = mod;
+	if (!m)
+		RET(INVALID_HANDLE);
+	for (int i = 0; i < m->n; i++)
+		if (!strcmp(m->e[i].name, name)) {
+			*f = &m->e[i];
+			pthread_mutex_unlock(&mu);
+			return SUCCESS;
+		}
+	logf_("cuModuleGetFunction %s", name);
+	RET(NOT_FOUND);
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, CUstream stream, void **params, void **extra) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	struct entry *e = f;
+	if (!e)
+		RET(INVALID_HANDLE);
+	launches++;
+	logf_("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u args=[", e->name, gx, gy, gz, bx, by, bz, shmem);
+	for (int i = 0; i < e->nparams; i++) {
+		unsigned long long v = 0;
+		if (params && params[i] && e->sizes[i] > 0)
+			memcpy(&v, params[i], (size_t)e->sizes[i]);
+		logf_("%s%d:%#llx", i ? " " : "", e->sizes[i], v);
+	}
+	logf_("]");
+	if (!params || extra)
+		RET(INVALID_VALUE);
+	if ((unsigned long long)bx * by * bz > 1024 || !gx || !gy || !gz || gy > 65535 || gz > 65535 || shmem > 48 << 10)
+		RET(INVALID_VALUE);
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	int rc = glm_sim_launch(e->name, grid, block, shmem, params, e->nparams, e->sizes, lastSimError,
+	                        sizeof lastSimError);
+	if (rc != 0) {
+		logf_(" sim: %s", lastSimError);
+		RET(rc == 1 ? NOT_FOUND : rc == 2 ? INVALID_VALUE : LAUNCH_FAILED);
+	}
+	RET(SUCCESS);
+}
