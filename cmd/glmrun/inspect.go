@@ -25,6 +25,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	showKV := fs.Bool("kv", false, "also list every metadata key and value")
 	noTensors := fs.Bool("no-tensors", false, "leave out the tensor table")
+	tp := fs.Int("tp", 0, "also show the bytes of weights and KV cache per token each of N tensor-parallel devices would hold")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: glmrun inspect [flags] FILE.gguf\n\nPrints a GGUF file's architecture, hyper-parameters, tokenizer and tensors.\n\nflags:")
 		fs.PrintDefaults()
@@ -46,13 +47,24 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if *noTensors {
 		rep.Tensors = nil
 	}
+	if *tp < 0 {
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
+	}
+	if *tp > 0 {
+		if rep.TensorParallel, err = newTPReport(f, *tp); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		return enc.Encode(rep)
 	}
-	return rep.writeText(stdout)
+	if err := rep.writeText(stdout); err != nil || rep.TensorParallel == nil {
+		return err
+	}
+	return rep.TensorParallel.writeText(stdout)
 }
 
 // parseFlagsAnywhere parses flags that may come before, between or after
@@ -102,6 +114,8 @@ type inspectReport struct {
 	BitsPerWeight *float64 `json:"bits_per_weight,omitempty"`
 	// Metadata lists every key and value (with --kv).
 	Metadata []kvReport `json:"metadata,omitempty"`
+	// TensorParallel is the per-device memory plan (with --tp N).
+	TensorParallel *tpReport `json:"tensor_parallel,omitempty"`
 
 	hp []hparamLine // text rendering of the hyper-parameters
 }
