@@ -1,0 +1,435 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// Every kernel runs on the fake driver (the .cu sources executed on the
+// CPU) and is compared with the Go CPU backend on the same random inputs.
+// maxRel is the bound of the issue: max |cuda − cpu| / max |cpu| ≤ 1e-5.
+const maxRel = 1e-5
+
+// pair is one CUDA device (fake driver) and one CPU device fed the same
+// data.
+type pair struct {
+	t   *testing.T
+	g   *Device
+	c   backend.Device
+	r   *rand.Rand
+	err map[string]float64 // measured errors, reported at the end
+}
+
+func newPair(t *testing.T) *pair {
+	g := openFake(t, backend.Config{Devices: 1})[0]
+	c := cpu.NewDevice(0, 1, 0)
+	t.Cleanup(func() { c.Close() })
+	return &pair{t: t, g: g, c: c, r: rand.New(rand.NewPCG(7, 11)), err: map[string]float64{}}
+}
+
+func (p *pair) vec(n int, mean, std float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(mean + std*p.r.NormFloat64())
+	}
+	return v
+}
+
+// buf uploads v to both devices.
+func (p *pair) buf(v []float32) (g, c backend.Buffer) {
+	p.t.Helper()
+	g, err := p.g.UploadVector("v", v)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	c, err = p.c.UploadVector("v", v)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return g, c
+}
+
+func (p *pair) zeros(n int) (g, c backend.Buffer) { return p.buf(make([]float32, n)) }
+
+func (p *pair) ids(n int) (g, c backend.IDs) {
+	p.t.Helper()
+	g, err := p.g.AllocIDs(n)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	c, err = p.c.AllocIDs(n)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return g, c
+}
+
+func (p *pair) weight(m backend.Matrix) (g, c backend.Weight) {
+	p.t.Helper()
+	g, err := p.g.Upload(m)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	c, err = p.c.Upload(m)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return g, c
+}
+
+// compare reads both buffers and records the relative error under name.
+func (p *pair) compare(name string, g, c backend.Buffer) {
+	p.t.Helper()
+	got, want := make([]float32, g.Len()), make([]float32, c.Len())
+	p.g.Read(got, g)
+	p.c.Read(want, c)
+	if err := p.g.Sync(); err != nil {
+		p.t.Fatalf("%s: %v", name, err)
+	}
+	e := relErr(got, want)
+	p.err[name] = max(p.err[name], e)
+	if !(e <= maxRel) {
+		i := worst(got, want)
+		p.t.Errorf("%s: relative error %.3g > %g (at %d: %g, cpu %g)", name, e, maxRel, i, got[i], want[i])
+	}
+}
+
+// compareIDs requires equal ids.
+func (p *pair) compareIDs(name string, g, c backend.IDs) {
+	p.t.Helper()
+	got, want := make([]int32, g.Len()), make([]int32, c.Len())
+	p.g.ReadIDs(got, g)
+	p.c.ReadIDs(want, c)
+	if err := p.g.Sync(); err != nil {
+		p.t.Fatalf("%s: %v", name, err)
+	}
+	if !slices.Equal(got, want) {
+		p.t.Errorf("%s: ids %v, cpu %v", name, got, want)
+	}
+}
+
+func relErr(got, want []float32) float64 {
+	var d, m float64
+	for i := range want {
+		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
+		m = max(m, math.Abs(float64(want[i])))
+		if math.IsNaN(float64(got[i])) != math.IsNaN(float64(want[i])) {
+			return math.Inf(1)
+		}
+	}
+	if m == 0 {
+		return d
+	}
+	return d / m
+}
+
+func worst(got, want []float32) int {
+	w, wd := 0, -1.0
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); d > wd || math.IsNaN(d) {
+			w, wd = i, d
+		}
+	}
+	return w
+}
+
+// report logs the measured errors (go test -v shows them).
+func (p *pair) report() {
+	names := make([]string, 0, len(p.err))
+	for n := range p.err {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n  %-28s %.3g", n, p.err[n])
+	}
+	p.t.Logf("max relative error, CUDA kernels (CPU-simulated) vs backend/cpu:%s", b.String())
+}
+
+// randHalf returns a random positive binary16 in [2^-8, 2^-3).
+func (p *pair) randHalf() uint16 {
+	return uint16(7+p.r.IntN(5))<<10 | uint16(p.r.IntN(1024))
+}
+
+// randMatrix returns a rows × cols matrix of type typ with random
+// contents: quantized blocks are random bytes with sane scales.
+func (p *pair) randMatrix(typ tensor.Type, rows, cols int) backend.Matrix {
+	p.t.Helper()
+	rb, err := typ.RowSize(int64(cols))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	data := make([]byte, int(rb)*rows)
+	switch typ {
+	case tensor.F32:
+		for i := 0; i < len(data); i += 4 {
+			binary.LittleEndian.PutUint32(data[i:], math.Float32bits(float32(p.r.NormFloat64())))
+		}
+	case tensor.F16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], p.randHalf()|uint16(p.r.IntN(2))<<15)
+		}
+	case tensor.BF16:
+		for i := 0; i < len(data); i += 2 {
+			binary.LittleEndian.PutUint16(data[i:], uint16(math.Float32bits(float32(p.r.NormFloat64()))>>16))
+		}
+	default:
+		for i := range data {
+			data[i] = byte(p.r.IntN(256))
+		}
+		// The f16 fields of each block.
+		var at []int
+		switch typ {
+		case tensor.Q4_0, tensor.Q5_0, tensor.Q8_0, tensor.IQ4_XS:
+			at = []int{0}
+		case tensor.Q4_1, tensor.Q5_1, tensor.Q4_K, tensor.Q5_K:
+			at = []int{0, 2}
+		case tensor.Q6_K:
+			at = []int{208}
+		default:
+			p.t.Fatalf("no random generator for %v", typ)
+		}
+		bs := typ.TypeSize()
+		for b := 0; b < len(data); b += bs {
+			for _, o := range at {
+				binary.LittleEndian.PutUint16(data[b+o:], p.randHalf())
+			}
+		}
+	}
+	m, err := backend.NewMatrix(typ.String(), typ, rows, cols, data)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+func sortedTypes() []tensor.Type {
+	var ts []tensor.Type
+	for t := range mmTypes {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+func TestKernels(t *testing.T) {
+	p := newPair(t)
+	defer p.report()
+
+	t.Run("MatMul+GetRows", func(t *testing.T) {
+		for _, typ := range sortedTypes() {
+			cols := 512
+			if typ.BlockSize() == 1 {
+				cols = 70 // a partial 32-element chunk
+			}
+			for _, n := range []int{1, 6} {
+				m := p.randMatrix(typ, 9, cols)
+				m.Scale = map[bool]float32{true: 0.5, false: 0}[n == 6]
+				gw, cw := p.weight(m)
+				gx, cx := p.buf(p.vec(n*cols, 0, 1))
+				gd, cd := p.zeros(n * 9)
+				p.g.MatMul(gd, gx, n, gw)
+				p.c.MatMul(cd, cx, n, cw)
+				p.compare("MatMul "+typ.String(), gd, cd)
+			}
+			m := p.randMatrix(typ, 9, cols)
+			gw, cw := p.weight(m)
+			gd, cd := p.zeros(3 * cols)
+			p.g.GetRows(gd, gw, []int32{4, 0, 8})
+			p.c.GetRows(cd, cw, []int32{4, 0, 8})
+			p.compare("GetRows "+typ.String(), gd, cd)
+		}
+	})
+
+	t.Run("norms", func(t *testing.T) {
+		const rows, n, stride = 3, 100, 120
+		gx, cx := p.buf(p.vec(rows*stride, 0.3, 2))
+		gw, cw := p.buf(p.vec(n, 1, 0.2))
+		gb, cb := p.buf(p.vec(n, 0, 0.2))
+		gd, cd := p.zeros(rows * stride)
+		p.g.RMSNorm(gd, gx, rows, stride, gw, 1e-6)
+		p.c.RMSNorm(cd, cx, rows, stride, cw, 1e-6)
+		p.compare("RMSNorm", gd, cd)
+		p.g.LayerNorm(gd, gx, rows, stride, gw, gb, 0)
+		p.c.LayerNorm(cd, cx, rows, stride, cw, cb, 0)
+		p.compare("LayerNorm", gd, cd)
+		p.g.RMSNorm(gx, gx, rows, stride, gw, 1e-5) // in place
+		p.c.RMSNorm(cx, cx, rows, stride, cw, 1e-5)
+		p.compare("RMSNorm", gx, cx)
+	})
+
+	t.Run("Rope", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			r    backend.Rope
+		}{
+			{"Rope NORM", backend.Rope{Dims: 16, Base: 10000, FreqScale: 1, AttnFactor: 1}},
+			{"Rope YaRN", backend.Rope{Dims: 16, Base: 1e6, FreqScale: 0.25, ExtFactor: 1,
+				AttnFactor: 1 / (1 + 0.1*float32(math.Log(4))), CorrDims: backend.YaRNCorrDims(16, 1024, 1e6, 32, 1)}},
+		} {
+			const rows, heads, stride, off = 3, 2, 24, 8
+			gx, cx := p.buf(p.vec(rows*heads*stride, 0, 1))
+			p.g.Rope(gx, rows, heads, stride, off, 1000, tc.r)
+			p.c.Rope(cx, rows, heads, stride, off, 1000, tc.r)
+			p.compare(tc.name, gx, cx)
+		}
+	})
+
+	t.Run("elementwise", func(t *testing.T) {
+		const n = 1000
+		gx, cx := p.buf(p.vec(n, 0, 3))
+		gy, cy := p.buf(p.vec(n, 0, 3))
+		gd, cd := p.zeros(n)
+		p.g.Add(gy, gx)
+		p.c.Add(cy, cx)
+		p.compare("Add", gy, cy)
+		p.g.Scale(gy, 0.37)
+		p.c.Scale(cy, 0.37)
+		p.compare("Scale", gy, cy)
+		p.g.Copy(gd, gy)
+		p.c.Copy(cd, cy)
+		p.compare("Copy", gd, cd)
+		p.g.SwiGLU(gd, gx, gy)
+		p.c.SwiGLU(cd, cx, cy)
+		p.compare("SwiGLU", gd, cd)
+	})
+
+	t.Run("Softmax", func(t *testing.T) {
+		const rows, n = 3, 300
+		v := p.vec(rows*n, 0, 4)
+		v[7] = float32(math.Inf(-1))
+		gx, _ := p.buf(v)
+		p.g.Softmax(gx, rows, n, n)
+		for r := 0; r < rows; r++ {
+			cpu.Softmax(v[r*n : (r+1)*n])
+		}
+		_, cx := p.buf(v)
+		p.compare("Softmax", gx, cx)
+	})
+
+	t.Run("RouterTopK", func(t *testing.T) {
+		const T, X, K = 5, 16, 4
+		bias := p.vec(X, 0, 0.05)
+		gBias, cBias := p.buf(bias)
+		for _, r := range []backend.Router{
+			{Experts: X, Used: K, Gating: backend.GatingSoftmax, Groups: 1},
+			{Experts: X, Used: K, Gating: backend.GatingSigmoid, NormWeights: true, Scale: 2.5},
+			{Experts: X, Used: K, Gating: backend.GatingSqrtSoftplus, NormWeights: true, Groups: 4, GroupsUse: 2},
+		} {
+			gl, cl := p.buf(p.vec(T*X, 0, 2))
+			gi, ci := p.ids(T * K)
+			gw, cw := p.zeros(T * K)
+			gr, cr := r, r
+			if r.Gating != backend.GatingSoftmax {
+				gr.Bias, cr.Bias = gBias, cBias
+			}
+			p.g.RouterTopK(gi, gw, gl, T, &gr)
+			p.c.RouterTopK(ci, cw, cl, T, &cr)
+			name := fmt.Sprintf("RouterTopK gating %d", r.Gating)
+			p.compareIDs(name, gi, ci)
+			p.compare(name, gw, cw)
+		}
+	})
+
+	t.Run("IndexerTopK", func(t *testing.T) {
+		const T, pos0 = 5, 7
+		ip := backend.IndexerParams{Heads: 4, Dim: 16, TopK: 6}
+		gq, cq := p.buf(p.vec(T*ip.Heads*ip.Dim, 0, 1))
+		gw, cw := p.buf(p.vec(T*ip.Heads, 0, 0.5))
+		gk, ck := p.buf(p.vec((pos0+T)*ip.Dim, 0, 1))
+		gs, cs := p.ids(T * ip.TopK)
+		p.g.IndexerTopK(gs, gq, gw, gk, T, pos0, ip)
+		p.c.IndexerTopK(cs, cq, cw, ck, T, pos0, ip)
+		p.compareIDs("IndexerTopK", gs, cs)
+		// Queries that see no more than TopK keys: all of them, then −1.
+		p.g.IndexerTopK(gs, gq, gw, gk, T, 0, ip)
+		p.c.IndexerTopK(cs, cq, cw, ck, T, 0, ip)
+		p.compareIDs("IndexerTopK short", gs, cs)
+	})
+
+	t.Run("Attention", func(t *testing.T) {
+		const T, pos0 = 4, 5
+		mp := backend.MLAParams{Heads: 2, DNope: 32, DRope: 8, DV: 32, KVRank: 64, Tau: 0.15, TopK: 5}
+		H, dn, dr, dv, kr := mp.Heads, mp.DNope, mp.DRope, mp.DV, mp.KVRank
+		nKV := pos0 + T
+		for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0} {
+			gkb, ckb := p.weight(p.randMatrix(typ, H*kr, dn))
+			gvb, cvb := p.weight(p.randMatrix(typ, H*dv, kr))
+			gq, cq := p.buf(p.vec(T*H*(dn+dr), 0, 0.3))
+			gl, cl := p.buf(p.vec(nKV*(kr+dr), 0, 1))
+			// A sparse selection: the first key, then every other one.
+			sel := make([]int32, T*mp.TopK)
+			for t := 0; t < T; t++ {
+				n := 0
+				for k := 0; k <= pos0+t && n < mp.TopK; k += 2 {
+					sel[t*mp.TopK+n] = int32(k)
+					n++
+				}
+				for ; n < mp.TopK; n++ {
+					sel[t*mp.TopK+n] = -1
+				}
+			}
+			gs, cs := p.ids(len(sel))
+			p.g.writeIDs(p.g.ids(gs), sel)
+			copy(cpu.Int32(cs), sel)
+			for _, sparse := range []bool{false, true} {
+				var gsel, csel backend.IDs
+				name := typ.String()
+				if sparse {
+					gsel, csel, name = gs, cs, name+" sparse"
+				}
+				gd, cd := p.zeros(T * H * dv)
+				p.g.AttentionPrefill(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
+				p.c.AttentionPrefill(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
+				p.compare("AttentionPrefill "+name, gd, cd)
+				p.g.AttentionDecode(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
+				p.c.AttentionDecode(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
+				p.compare("AttentionDecode "+name, gd, cd)
+			}
+		}
+	})
+
+	t.Run("MoE", func(t *testing.T) {
+		const T, X, K, E, F = 5, 4, 2, 64, 32
+		var gate, up, down []backend.Matrix
+		for range X {
+			gate = append(gate, p.randMatrix(tensor.Q8_0, F, E))
+			up = append(up, p.randMatrix(tensor.Q8_0, F, E))
+			down = append(down, p.randMatrix(tensor.Q8_0, E, F))
+		}
+		gl, cl := p.buf(p.vec(T*X, 0, 2))
+		gi, ci := p.ids(T * K)
+		gwt, cwt := p.zeros(T * K)
+		r := backend.Router{Experts: X, Used: K, Gating: backend.GatingSoftmax, Groups: 1, NormWeights: true}
+		p.g.RouterTopK(gi, gwt, gl, T, &r)
+		p.c.RouterTopK(ci, cwt, cl, T, &r)
+		gx, cx := p.buf(p.vec(T*E, 0, 1))
+		for _, span := range [][2]int{{0, X}, {2, 2}} { // all experts; the second half (expert parallel)
+			var ge, ce backend.Experts
+			ge.First, ce.First = span[0], span[0]
+			for i := span[0]; i < span[0]+span[1]; i++ {
+				g, c := p.weight(gate[i])
+				ge.Gate, ce.Gate = append(ge.Gate, g), append(ce.Gate, c)
+				g, c = p.weight(up[i])
+				ge.Up, ce.Up = append(ge.Up, g), append(ce.Up, c)
+				g, c = p.weight(down[i])
+				ge.Down, ce.Down = append(ge.Down, g), append(ce.Down, c)
+			}
+			gd, cd := p.zeros(T * E)
+			p.g.MoE(gd, gx, T, gi, gwt, &ge)
+			p.c.MoE(cd, cx, T, ci, cwt, &ce)
+			p.compare(fmt.Sprintf("MoE experts %d+%d", span[0], span[1]), gd, cd)
+		}
+	})
+}
