@@ -1,0 +1,182 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/glmrun/glmrun/attention"
+	"github.com/glmrun/glmrun/backend"
+)
+
+// DecodeBatch runs one token through each of several sessions of one model
+// in a single pass, as continuous batching does: tokens[i] is appended to
+// sessions[i] at that session's own position, and the logits after each are
+// returned (owned by the caller). The token rows of all sessions go through
+// the norms, the dense FFN, the router, the experts (each expert once for
+// all the tokens routed to it) and the output head together, so those
+// weights are read once per step instead of once per sequence; attention
+// runs per session over its own KV cache (its projections too, for now).
+//
+// Every row is computed exactly as Decode computes it, so the logits equal
+// those of decoding the sessions one by one. Sessions with a Hook or
+// IDHook are decoded one by one, so that their hooks see their own
+// activations. On an error no session has advanced.
+func DecodeBatch(sessions []*Session, tokens []int32) ([][]float32, error) {
+	n := len(sessions)
+	if n != len(tokens) {
+		return nil, fmt.Errorf("model: DecodeBatch: %d sessions but %d tokens", n, len(tokens))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	m := sessions[0].m
+	seen := make(map[*Session]bool, n)
+	for i, s := range sessions {
+		if s.m != m {
+			return nil, fmt.Errorf("model: DecodeBatch: session %d belongs to another model", i)
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("model: DecodeBatch: session %d appears twice", i)
+		}
+		seen[s] = true
+		if s.shards == nil {
+			return nil, fmt.Errorf("model: DecodeBatch: session %d is closed", i)
+		}
+		if err := s.check(tokens[i : i+1]); err != nil {
+			return nil, fmt.Errorf("model: DecodeBatch: session %d: %w", i, err)
+		}
+		if s.opts.Hook != nil || s.opts.IDHook != nil {
+			return decodeEach(sessions, tokens)
+		}
+	}
+	if n == 1 {
+		l, err := sessions[0].Decode(tokens[0])
+		if err != nil {
+			return nil, err
+		}
+		return [][]float32{l}, nil
+	}
+	logits, err := m.decodeBatch(sessions, tokens)
+	if err != nil {
+		return nil, err
+	}
+	V := m.cfg.VocabSize
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = logits[i*V : (i+1)*V : (i+1)*V]
+	}
+	return rows, nil
+}
+
+// decodeEach decodes the sessions one by one. The tokens were checked, so
+// only device faults can fail it, and those are sticky for every session.
+func decodeEach(sessions []*Session, tokens []int32) ([][]float32, error) {
+	rows := make([][]float32, len(sessions))
+	for i, s := range sessions {
+		l, err := s.Decode(tokens[i])
+		if err != nil {
+			return nil, fmt.Errorf("model: DecodeBatch: session %d: %w", i, err)
+		}
+		rows[i] = l
+	}
+	return rows, nil
+}
+
+// decodeBatch is forward for one new token in each of n sessions: the
+// activation rows [n, E] live in the first session's buffers, the
+// attention of row i runs in session i. The phases and the order of the
+// operations on every row are forward's, so each row's result is too.
+func (m *Model) decodeBatch(sessions []*Session, tokens []int32) ([]float32, error) {
+	c := &m.cfg
+	T, E := len(sessions), c.Embd
+	lead := sessions[0]
+	steps := make([]step, len(lead.shards))
+	var g getter
+	for d, ss := range lead.shards {
+		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	sh0, st0 := lead.shards[0], &steps[0]
+	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
+		b := make([]backend.Buffer, len(steps))
+		for d := range steps {
+			b[d] = f(&steps[d])
+		}
+		return b
+	}
+
+	// Token embeddings on device 0, broadcast to the others.
+	sh0.dev.GetRows(st0.h, sh0.sh.embd, tokens)
+	if len(steps) > 1 {
+		if err := m.coll.Broadcast(all(func(st *step) backend.Buffer { return st.h }), 0); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+	}
+
+	for l := 0; l < c.Layers; l++ {
+		// Attention with residual: norms batched, attention per session.
+		for d, ss := range lead.shards {
+			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].attnNorm, c.RMSEps)
+		}
+		for d := range lead.shards {
+			for i, s := range sessions {
+				ss := s.shards[d]
+				out, x := steps[d].attnOut.Slice(i*E, E), steps[d].x.Slice(i*E, E)
+				if err := ss.mla[l].Forward(out, x, 1, s.pos, ss.cache, ss.scratch, attention.Decode); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := lead.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {
+			return nil, err
+		}
+		for d, ss := range lead.shards {
+			ss.dev.Add(steps[d].h, steps[d].attnOut)
+		}
+
+		// Feed-forward with residual, all rows together.
+		for d, ss := range lead.shards {
+			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
+		}
+		if m.w.Layers[l].Dense != nil {
+			for d, ss := range lead.shards {
+				if err := ss.swiglu(steps[d].ffnOut, steps[d].x, T, ss.sh.layers[l].dense); err != nil {
+					return nil, err
+				}
+			}
+		} else if err := lead.moe(l, T, steps); err != nil {
+			return nil, err
+		}
+		if err := lead.reduce(l, "ffn_out", all(func(st *step) backend.Buffer { return st.ffnOut }), T); err != nil {
+			return nil, err
+		}
+		for d, ss := range lead.shards {
+			ss.dev.Add(steps[d].h, steps[d].ffnOut)
+		}
+	}
+
+	// Final norm and output head on device 0, all rows together.
+	sh0.dev.RMSNorm(st0.x, st0.h, T, E, sh0.sh.outNorm, c.RMSEps)
+	lb := g.get(&sh0.logits, T*c.VocabSize)
+	if g.err != nil {
+		return nil, g.err
+	}
+	sh0.dev.MatMul(lb, st0.x, T, sh0.sh.output)
+	logits := make([]float32, T*c.VocabSize)
+	sh0.dev.Read(logits, lb)
+	var errs []error
+	for _, ss := range lead.shards {
+		if err := ss.dev.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("model: %s: %w", ss.dev.Name(), err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, s := range sessions {
+		s.pos++
+	}
+	return logits, nil
+}

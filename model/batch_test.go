@@ -1,0 +1,120 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestDecodeBatch: decoding several sessions at different positions in one
+// batch gives bit-for-bit the logits of decoding them one by one, with and
+// without tensor parallelism, on a glm-dsa and a deepseek2 model.
+func TestDecodeBatch(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		tp    int
+	}{
+		{"glm5-mini.Q8_0", 1},
+		{"glm5-mini.Q8_0", 2},
+		{"ds2-mini.Q8_0", 1},
+	} {
+		t.Run(fmt.Sprintf("%s/tp%d", tc.model, tc.tp), func(t *testing.T) {
+			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			prompts := [][]int32{{1, 2, 3}, {7}, {40, 41, 42, 43, 44, 45, 46}, {9, 9}}
+			batch := make([]*Session, len(prompts))
+			alone := make([]*Session, len(prompts))
+			for i, p := range prompts {
+				for _, s := range []**Session{&batch[i], &alone[i]} {
+					if *s, err = m.NewSession(SessionOptions{ContextSize: 32}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := (*s).Prefill(p); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			tokens := []int32{5, 6, 7, 8}
+			for step := range 3 {
+				got, err := DecodeBatch(batch, tokens)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, s := range alone {
+					want, err := s.Decode(tokens[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got[i]) != len(want) {
+						t.Fatalf("step %d session %d: %d logits, want %d", step, i, len(got[i]), len(want))
+					}
+					for j := range want {
+						if math.Float32bits(got[i][j]) != math.Float32bits(want[j]) {
+							t.Fatalf("step %d session %d logit %d: batch %g, alone %g", step, i, j, got[i][j], want[j])
+						}
+					}
+					if batch[i].Pos() != s.Pos() {
+						t.Fatalf("step %d session %d: position %d, alone %d", step, i, batch[i].Pos(), s.Pos())
+					}
+					tokens[i] = int32(i*31+step*7) % 100
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeBatchErrors(t *testing.T) {
+	m, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	other, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	newSession := func(m *Model, ctx int) *Session {
+		s, err := m.NewSession(SessionOptions{ContextSize: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newSession(m, 8), newSession(m, 8)
+	full := newSession(m, 2)
+	if _, err := full.Prefill([]int32{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	closed := newSession(m, 8)
+	closed.Close()
+	for _, tc := range []struct {
+		name     string
+		sessions []*Session
+		tokens   []int32
+		want     string
+		is       error
+	}{
+		{"length mismatch", []*Session{a, b}, []int32{1}, "2 sessions but 1 tokens", nil},
+		{"twice", []*Session{a, a}, []int32{1, 2}, "appears twice", nil},
+		{"other model", []*Session{a, newSession(other, 8)}, []int32{1, 2}, "another model", nil},
+		{"context full", []*Session{a, full}, []int32{1, 2}, "session 1", ErrContextFull},
+		{"bad token", []*Session{a, b}, []int32{1, 1 << 20}, "outside the vocabulary", nil},
+		{"closed", []*Session{a, closed}, []int32{1, 2}, "closed", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeBatch(tc.sessions, tc.tokens)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+			if a.Pos() != 0 || b.Pos() != 0 {
+				t.Fatalf("a failed batch advanced a session: positions %d, %d", a.Pos(), b.Pos())
+			}
+		})
+	}
+}
