@@ -11,4 +11,10 @@
 // key/value head and expands the result through W_UV (vLLM's forward_mqa).
 // Both read and write the same LatentCache, so a prompt can be continued
 // after a prefill and decode steps can follow a prefill.
+//
+// Everything runs on a backend.Device: Weights (as loaded) are uploaded
+// as a Shard holding some of the heads and the replicated latent
+// projections and indexer, and Forward issues the layer's operations on
+// the device, producing that device's partial attn_output, which the
+// caller sums over devices (tensor parallelism).
 package attention

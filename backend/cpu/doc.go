@@ -6,4 +6,9 @@
 //
 // These are the straightforward reference kernels; faster ones are checked
 // against them.
+//
+// Device implements backend.Device on top of them (registered as "cpu"):
+// host memory is device memory, operations run when called, and Open
+// gives n virtual devices, each with its own workers and memory budget,
+// joined by a Collective that sums in device order.
 package cpu
