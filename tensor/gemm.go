@@ -1,0 +1,128 @@
+package tensor
+
+import "fmt"
+
+// Multi-token dot products: the matrix products of prompt processing.
+//
+// A GemmFunc multiplies several weight rows with several activation rows.
+// Every output equals, bit for bit, what the DotFunc that DotKernel returns
+// for the same weight type gives for that (row, token) pair: prefill and
+// decode compute the same numbers. The speed comes from the tile kernels in
+// assembly (gemm*_amd64.s), which decode one weight block (nibbles, high
+// bits, sub-block scales) once and multiply it with the blocks of several
+// tokens, keeping each token's integer lanes and float accumulators
+// exactly as the single-row kernel of the same instruction set does; and
+// from the loop order: weight rows are taken in blocks of about
+// gemmBlockBytes, which stay in cache while every token passes over them.
+// Types without a tile kernel run their single-row kernel per token inside
+// the same blocked loops (tile 1). Each call reads whole blocks, allocates
+// nothing and starts no goroutines; threads split rows or tokens among
+// themselves.
+
+// GemmFunc computes the dot products of rows weight rows with m activation
+// rows, each of n elements:
+//
+//	out[j*ldo + r] = DotFunc(w[r*ldw:], act[j*lda:], n)   for r < rows, j < m
+//
+// w holds weight rows ldw bytes apart, act activation rows of the weight
+// type's VecDotType lda bytes apart, out the results of token j at
+// out[j*ldo:], row r at offset r. n must be a multiple of the weight type's
+// block size and the slices long enough for the last row and token;
+// otherwise the function panics, as an index out of range would.
+type GemmFunc func(w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int)
+
+// GemmKernel returns the multi-token product for weight rows of type t, the
+// fastest one this CPU runs, and its tile: the number of tokens it
+// processes together (1 where it calls the single-row kernel per token).
+// Callers that split tokens among threads should split them in multiples of
+// the tile. It fails, wrapping ErrNotSupported, for a type without a dot
+// kernel (see DotKernel).
+func GemmKernel(t Type) (f GemmFunc, tile int, err error) {
+	if _, err := DotKernel(t); err != nil {
+		return nil, 0, fmt.Errorf("tensor: matrix product with %s weights: %w", t, &notSupportedError{t: t})
+	}
+	k := gemmBest(t)
+	return k.run, k.size, nil
+}
+
+// gemmBlockBytes is the size of the block of weight rows that every token
+// tile passes over before the next block is read: about an eighth of the
+// L2 cache of the machines this is tuned on, so that the rows stay cached
+// beside the activations.
+const gemmBlockBytes = 256 << 10
+
+// gemmTileFunc computes one weight row (nb blocks at x) against the tile's
+// tokens, whose activation rows start at y, lda bytes apart: the result of
+// token t goes to out[t*ldo] (an element stride). nb may not be zero.
+type gemmTileFunc func(x, y *byte, lda, nb int, out *float32, ldo int)
+
+// gemmKernel is one implementation of a GemmFunc: tile computes size tokens
+// of one row at a time (nil: none, size 1) and equals dot, the single-row
+// kernel (twin signature: nb whole blocks) that computes the tokens left
+// over.
+type gemmKernel struct {
+	name string
+	tile gemmTileFunc
+	size int
+	dot  func(x, y []byte, nb int) float32
+	typ  Type
+}
+
+// gemmShape checks the arguments of a GemmFunc for weight type t and returns
+// the number of blocks per row.
+func gemmShape(t Type, w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int) int {
+	bs := t.BlockSize()
+	if n < 0 || n%bs != 0 {
+		panic(fmt.Sprintf("tensor: %s matrix product: %d elements are not a whole number of %d-element blocks", t, n, bs))
+	}
+	if rows < 0 || m < 0 || ldw < 0 || lda < 0 || ldo < 0 {
+		panic(fmt.Sprintf("tensor: %s matrix product: negative shape: %d rows, %d tokens, strides %d, %d, %d",
+			t, rows, m, ldw, lda, ldo))
+	}
+	nb := n / bs
+	if rows == 0 || m == 0 {
+		return nb
+	}
+	wb := (rows-1)*ldw + nb*t.TypeSize()
+	ab := (m-1)*lda + nb*t.VecDotType().TypeSize()
+	ob := (m-1)*ldo + rows
+	if len(w) < wb || len(act) < ab || len(out) < ob {
+		panic(fmt.Sprintf("tensor: %s matrix product of %d rows and %d tokens of %d elements needs %d weight bytes, "+
+			"%d activation bytes and %d outputs, got %d, %d and %d", t, rows, m, n, wb, ab, ob, len(w), len(act), len(out)))
+	}
+	return nb
+}
+
+// run is the GemmFunc of k: blocks of weight rows, token tiles over each
+// block, the tokens left over one by one.
+func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+	nb := gemmShape(k.typ, w, ldw, act, lda, out, ldo, rows, m, n)
+	if rows == 0 || m == 0 {
+		return
+	}
+	if nb == 0 {
+		for j := range m {
+			clear(out[j*ldo : j*ldo+rows])
+		}
+		return
+	}
+	rb := max(1, gemmBlockBytes/max(1, ldw))
+	for r0 := 0; r0 < rows; r0 += rb {
+		r1 := min(rows, r0+rb)
+		j := 0
+		if k.tile != nil {
+			for ; j+k.size <= m; j += k.size {
+				for r := r0; r < r1; r++ {
+					k.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
+				}
+			}
+		}
+		for ; j < m; j++ {
+			a := act[j*lda:]
+			o := out[j*ldo:]
+			for r := r0; r < r1; r++ {
+				o[r] = k.dot(w[r*ldw:], a, nb)
+			}
+		}
+	}
+}

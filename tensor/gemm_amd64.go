@@ -1,0 +1,67 @@
+//go:build !purego
+
+package tensor
+
+// The tile kernels: four tokens of one weight row, with the lanes and the
+// float operations of the single-row kernel of the same instruction set
+// (dotk_amd64.s, dotk512_amd64.s), so that each token's result equals it
+// bit for bit. x, y, out point at the row, the first token's activations
+// and its output; lda is a byte stride, ldo an element stride; nb > 0.
+
+//go:noescape
+func gemmQ4KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ4KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
+// gemmTileTokens is the tile of the assembly kernels.
+const gemmTileTokens = 4
+
+// gemmTiles lists the tile kernels of each weight type per instruction set;
+// a nil entry runs the single-row kernel of that set per token.
+var gemmTiles = map[Type]struct{ avx2, avx512 gemmTileFunc }{
+	Q4_K: {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
+	Q6_K: {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
+}
+
+// gemmImpls returns the implementations of the multi-token product for
+// weight type t that run on this CPU, the one built on the pure-Go twin
+// first, each with the single-row implementation it must equal.
+func gemmImpls(t Type) []gemmKernel {
+	k, ok := dotKernels[t]
+	if !ok {
+		return nil
+	}
+	tiles := gemmTiles[t]
+	impls := []gemmKernel{{name: "generic", size: 1, dot: k.generic, typ: t}}
+	if dotAVX2 && k.avx2 != nil {
+		impls = append(impls, gemmTier("avx2", tiles.avx2, dotAsm(k.avx2), t))
+	}
+	if dotAVX512 && k.avx512 != nil {
+		impls = append(impls, gemmTier("avx512vnni", tiles.avx512, dotAsm(k.avx512), t))
+	}
+	return impls
+}
+
+// gemmTier builds the implementation of one instruction set: its tile
+// kernel if it has one, else its single-row kernel per token.
+func gemmTier(name string, tile gemmTileFunc, dot func(x, y []byte, nb int) float32, t Type) gemmKernel {
+	if tile == nil {
+		return gemmKernel{name: name + "/rows", size: 1, dot: dot, typ: t}
+	}
+	return gemmKernel{name: name, tile: tile, size: gemmTileTokens, dot: dot, typ: t}
+}
+
+// gemmBest returns the implementation that pairs with the dot product that
+// DotKernel chooses for t: the last (fastest) one of gemmImpls, as the dot
+// dispatch prefers AVX-512 to AVX2 to the twin where each exists.
+func gemmBest(t Type) *gemmKernel {
+	impls := gemmImpls(t)
+	return &impls[len(impls)-1]
+}

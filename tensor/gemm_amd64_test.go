@@ -1,0 +1,32 @@
+//go:build !purego
+
+package tensor
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGemmTier checks that the chosen implementation uses the instruction
+// set of the dot product DotKernel chooses, so GODEBUG=cpu.avx512f=off (or
+// cpu.avx2=off) drops both together, and that the types with tile kernels
+// get them.
+func TestGemmTier(t *testing.T) {
+	for _, wt := range dotTypes {
+		k := dotKernels[wt]
+		want := "generic"
+		switch {
+		case dotAVX512 && k.avx512 != nil:
+			want = "avx512vnni"
+		case dotAVX2 && k.avx2 != nil:
+			want = "avx2"
+		}
+		best := gemmBest(wt)
+		if best.name != want && !strings.HasPrefix(best.name, want+"/") {
+			t.Errorf("%s: chose %s, want the %s tier", wt, best.name, want)
+		}
+		if _, tiled := gemmTiles[wt]; tiled && want != "generic" && (best.tile == nil || best.size != gemmTileTokens) {
+			t.Errorf("%s: %s has no tile kernel", wt, best.name)
+		}
+	}
+}

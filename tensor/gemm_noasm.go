@@ -1,0 +1,20 @@
+//go:build !amd64 || purego
+
+package tensor
+
+// Without assembly every multi-token product runs the pure-Go twin of the
+// single-row kernel per token.
+
+// gemmImpls returns the implementations of the multi-token product for
+// weight type t: here only the one built on the pure-Go twin.
+func gemmImpls(t Type) []gemmKernel {
+	if f, ok := dotTwins[t]; ok {
+		return []gemmKernel{{name: "generic", size: 1, dot: f, typ: t}}
+	}
+	return nil
+}
+
+// gemmBest returns the implementation that pairs with DotKernel's choice.
+func gemmBest(t Type) *gemmKernel {
+	return &gemmImpls(t)[0]
+}

@@ -1,0 +1,557 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "dot_amd64.h"
+
+// Tile kernels of the K-quant matrix products: one Q4_K or Q6_K weight row
+// against the Q8_K activations of four tokens (a0-a3 below: DI, R11, R12,
+// R13). Each weight block is decoded once (nibbles, high bits, sub-block
+// scales and their shuffles) and multiplied with the four tokens' blocks.
+// Per token the kernels keep exactly the integer lanes and the float
+// operations of the single-row kernel of the same instruction set
+// (dotk_amd64.s, dotk512_amd64.s): the same elements meet in each int32
+// lane, the same products are fused into the same accumulators in the same
+// order, and the same horizontal sums end them, so every result equals
+// that kernel's bit for bit. Only integer additions are reordered (the
+// Q6_K offset −32 is subtracted first instead of last), which is exact.
+//
+// func gemm*(x, y *byte, lda, nb int, out *float32, ldo int)
+
+// gemmShufK4 + 32k broadcasts int16 k of each 128-bit lane (Q4_K scales).
+DATA gemmShufK4<>+0(SB)/8, $0x0100010001000100
+DATA gemmShufK4<>+8(SB)/8, $0x0100010001000100
+DATA gemmShufK4<>+16(SB)/8, $0x0100010001000100
+DATA gemmShufK4<>+24(SB)/8, $0x0100010001000100
+DATA gemmShufK4<>+32(SB)/8, $0x0302030203020302
+DATA gemmShufK4<>+40(SB)/8, $0x0302030203020302
+DATA gemmShufK4<>+48(SB)/8, $0x0302030203020302
+DATA gemmShufK4<>+56(SB)/8, $0x0302030203020302
+DATA gemmShufK4<>+64(SB)/8, $0x0504050405040504
+DATA gemmShufK4<>+72(SB)/8, $0x0504050405040504
+DATA gemmShufK4<>+80(SB)/8, $0x0504050405040504
+DATA gemmShufK4<>+88(SB)/8, $0x0504050405040504
+DATA gemmShufK4<>+96(SB)/8, $0x0706070607060706
+DATA gemmShufK4<>+104(SB)/8, $0x0706070607060706
+DATA gemmShufK4<>+112(SB)/8, $0x0706070607060706
+DATA gemmShufK4<>+120(SB)/8, $0x0706070607060706
+DATA gemmShufK4<>+128(SB)/8, $0x0908090809080908
+DATA gemmShufK4<>+136(SB)/8, $0x0908090809080908
+DATA gemmShufK4<>+144(SB)/8, $0x0908090809080908
+DATA gemmShufK4<>+152(SB)/8, $0x0908090809080908
+DATA gemmShufK4<>+160(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufK4<>+168(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufK4<>+176(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufK4<>+184(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufK4<>+192(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufK4<>+200(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufK4<>+208(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufK4<>+216(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufK4<>+224(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA gemmShufK4<>+232(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA gemmShufK4<>+240(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA gemmShufK4<>+248(SB)/8, $0x0F0E0F0E0F0E0F0E
+GLOBL gemmShufK4<>(SB), RODATA|NOPTR, $256
+
+// gemmShufQ6 + 16k picks int16 k of a 128-bit lane (Q6_K scales).
+DATA gemmShufQ6<>+0(SB)/8, $0x0100010001000100
+DATA gemmShufQ6<>+8(SB)/8, $0x0100010001000100
+DATA gemmShufQ6<>+16(SB)/8, $0x0302030203020302
+DATA gemmShufQ6<>+24(SB)/8, $0x0302030203020302
+DATA gemmShufQ6<>+32(SB)/8, $0x0504050405040504
+DATA gemmShufQ6<>+40(SB)/8, $0x0504050405040504
+DATA gemmShufQ6<>+48(SB)/8, $0x0706070607060706
+DATA gemmShufQ6<>+56(SB)/8, $0x0706070607060706
+DATA gemmShufQ6<>+64(SB)/8, $0x0908090809080908
+DATA gemmShufQ6<>+72(SB)/8, $0x0908090809080908
+DATA gemmShufQ6<>+80(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufQ6<>+88(SB)/8, $0x0B0A0B0A0B0A0B0A
+DATA gemmShufQ6<>+96(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufQ6<>+104(SB)/8, $0x0D0C0D0C0D0C0D0C
+DATA gemmShufQ6<>+112(SB)/8, $0x0F0E0F0E0F0E0F0E
+DATA gemmShufQ6<>+120(SB)/8, $0x0F0E0F0E0F0E0F0E
+GLOBL gemmShufQ6<>(SB), RODATA|NOPTR, $128
+
+// ARGS loads x to SI, the four tokens' activation pointers to DI, R11, R12,
+// R13 and nb to CX.
+#define ARGS \
+	MOVQ x+0(FP), SI; \
+	MOVQ y+8(FP), DI; \
+	MOVQ lda+16(FP), AX; \
+	MOVQ nb+24(FP), CX; \
+	LEAQ (DI)(AX*1), R11; \
+	LEAQ (DI)(AX*2), R12; \
+	LEAQ (R11)(AX*2), R13
+
+// NEXT advances to the next block of the weight row (xs bytes) and of the
+// four activation rows.
+#define NEXT(xs) \
+	ADDQ $xs, SI; \
+	ADDQ $292, DI; \
+	ADDQ $292, R11; \
+	ADDQ $292, R12; \
+	ADDQ $292, R13
+
+// OUTS points DX at out and BX holds the output stride in bytes.
+#define OUTS \
+	MOVQ out+32(FP), DX; \
+	MOVQ ldo+40(FP), BX; \
+	SHLQ $2, BX
+
+// SCALES6 unpacks the 6-bit scales and mins of the Q4_K block at SI into
+// bytes: R8 the eight scales, R9 the eight mins. Clobbers AX, BX, DX, R10.
+#define SCALES6 \
+	MOVL  4(SI), AX; \
+	MOVL  8(SI), BX; \
+	MOVL  12(SI), DX; \
+	MOVL  AX, R8; \
+	ANDL  $0x3f3f3f3f, R8; \
+	MOVL  AX, R9; \
+	SHRL  $6, R9; \
+	ANDL  $0x03030303, R9; \
+	SHLL  $4, R9; \
+	MOVL  DX, R10; \
+	ANDL  $0x0f0f0f0f, R10; \
+	ORL   R10, R9; \
+	SHLQ  $32, R9; \
+	ORQ   R9, R8; \
+	MOVL  BX, R9; \
+	ANDL  $0x3f3f3f3f, R9; \
+	MOVL  BX, R10; \
+	SHRL  $6, R10; \
+	ANDL  $0x03030303, R10; \
+	SHLL  $4, R10; \
+	SHRL  $4, DX; \
+	ANDL  $0x0f0f0f0f, DX; \
+	ORL   DX, R10; \
+	SHLQ  $32, R10; \
+	ORQ   R10, R9
+
+// MINS4 forms token P's min term of the block as the single-row kernels'
+// MINSK4: MACC (four float lanes) += dmin·dy · Σ m_j·(bsums[2j]+bsums[2j+1]),
+// with X4 = (d, dmin) of the block and X9 its int16 mins; leaves d·dy in the
+// low float of X1. Clobbers X0, X7.
+#define MINS4(P, MACC) \
+	VMOVDQU      260(P), X0; \
+	VPHADDW      276(P), X0, X0; \
+	VPMADDWD     X9, X0, X0; \
+	VCVTDQ2PS    X0, X0; \
+	VBROADCASTSS 0(P), X1; \
+	VMULPS       X1, X4, X1; \
+	VMOVSHDUP    X1, X7; \
+	VBROADCASTSS X7, X7; \
+	VFMADD231PS  X7, X0, MACC
+
+// Q4_K, AVX2. Per token: int32 block lanes in Y10-Y13; float accumulators
+// (eight lanes, as Y0 of the single-row kernel) at 0, 32, 64, 96(SP), min
+// accumulators (four lanes, its X1) at 128, 144, 160, 176(SP).
+
+// TOK4 adds token P's products with the decoded weights Y2 (low nibbles,
+// activations at ylo) and Y3 (high nibbles, at yhi), weighted by the scale
+// words in Y5 and Y6, to the int32 lanes in A.
+#define TOK4(P, A, ylo, yhi) \
+	VPMADDUBSW ylo(P), Y2, Y0; \
+	VPMADDWD   Y5, Y0, Y0; \
+	VPADDD     Y0, A, A; \
+	VPMADDUBSW yhi(P), Y3, Y1; \
+	VPMADDWD   Y6, Y1, Y1; \
+	VPADDD     Y1, A, A
+
+// CHUNK4 decodes the 64 weights of chunk c (quants at qoff) and adds them,
+// times each token's activations, to the four tokens' lanes.
+#define CHUNK4(qoff, ylo, yhi, slo, shi) \
+	VMOVDQU qoff(SI), Y2; \
+	VPSRLW  $4, Y2, Y3; \
+	VPAND   Y14, Y2, Y2; \
+	VPAND   Y14, Y3, Y3; \
+	VPSHUFB slo, Y8, Y5; \
+	VPSHUFB shi, Y8, Y6; \
+	TOK4(DI, Y10, ylo, yhi); \
+	TOK4(R11, Y11, ylo, yhi); \
+	TOK4(R12, Y12, ylo, yhi); \
+	TOK4(R13, Y13, ylo, yhi)
+
+// END4 adds token P's block (lanes A) to its accumulators at acc and
+// macc(SP).
+#define END4(P, A, acc, macc) \
+	VMOVUPS      macc(SP), X15; \
+	MINS4(P, X15); \
+	VMOVUPS      X15, macc(SP); \
+	VBROADCASTSS X1, Y1; \
+	VCVTDQ2PS    A, A; \
+	VMOVUPS      acc(SP), Y0; \
+	VFMADD231PS  Y1, A, Y0; \
+	VMOVUPS      Y0, acc(SP)
+
+// RES4 stores hsum(acc) − hsum(macc) at DX, as the single-row kernel's KEND,
+// and advances DX to the next token's output.
+#define RES4(acc, macc) \
+	VMOVUPS   acc(SP), Y0; \
+	VMOVUPS   macc(SP), X1; \
+	HSUM(Y0, X0, X2); \
+	VMOVHLPS  X1, X1, X2; \
+	VADDPS    X2, X1, X1; \
+	VMOVSHDUP X1, X2; \
+	VADDSS    X2, X1, X1; \
+	VSUBSS    X1, X0, X0; \
+	VMOVSS    X0, (DX); \
+	ADDQ      BX, DX
+
+// func gemmQ4KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX2(SB), NOSPLIT, $192-48
+	ARGS
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	BCAST8($0x0F0F0F0F, X14, Y14)
+
+q4kloop:
+	SCALES6
+	VMOVQ       R8, X8
+	VPMOVZXBW   X8, X8
+	VINSERTI128 $1, X8, Y8, Y8
+	VMOVQ       R9, X9
+	VPMOVZXBW   X9, X9
+	VMOVD       0(SI), X4
+	VCVTPH2PS   X4, X4
+	VPXOR       Y10, Y10, Y10
+	VPXOR       Y11, Y11, Y11
+	VPXOR       Y12, Y12, Y12
+	VPXOR       Y13, Y13, Y13
+	CHUNK4(16, 4, 36, gemmShufK4<>+0(SB), gemmShufK4<>+32(SB))
+	CHUNK4(48, 68, 100, gemmShufK4<>+64(SB), gemmShufK4<>+96(SB))
+	CHUNK4(80, 132, 164, gemmShufK4<>+128(SB), gemmShufK4<>+160(SB))
+	CHUNK4(112, 196, 228, gemmShufK4<>+192(SB), gemmShufK4<>+224(SB))
+	END4(DI, Y10, 0, 128)
+	END4(R11, Y11, 32, 144)
+	END4(R12, Y12, 64, 160)
+	END4(R13, Y13, 96, 176)
+	NEXT(144)
+	DECQ CX
+	JNZ  q4kloop
+
+	OUTS
+	RES4(0, 128)
+	RES4(32, 144)
+	RES4(64, 160)
+	RES4(96, 176)
+	VZEROUPPER
+	RET
+
+// Q4_K, AVX-512. Per token: int32 block lanes in Z10-Z13, float
+// accumulators (sixteen lanes, as Z0 of the single-row kernel) in Z16-Z19,
+// min accumulators (its X1) in X20-X23.
+
+// TOK4Z adds token P's products with the 64 decoded weights in Z2, weighted
+// by the scale words in Z3, to the lanes in A (first chunk: OP = VPMADDWD
+// sets them; then VPDPWSSD adds), using T as scratch.
+#define TOK4Z(P, A, T, yoff, OP) \
+	VPMADDUBSW yoff(P), Z2, T; \
+	OP         Z3, T, A
+
+// CHUNK4Z decodes chunk c: 32 quant bytes at qoff, low nibbles then high
+// nibbles, as the single-row kernel's CHUNKK4.
+#define CHUNK4Z(qoff, yoff, smem, OP) \
+	VMOVDQU      qoff(SI), Y2; \
+	VPSRLW       $4, Y2, Y3; \
+	VINSERTI64X4 $1, Y3, Z2, Z2; \
+	VPANDD       Z14, Z2, Z2; \
+	VPSHUFB      smem, Z8, Z3; \
+	TOK4Z(DI, Z10, Z24, yoff, OP); \
+	TOK4Z(R11, Z11, Z25, yoff, OP); \
+	TOK4Z(R12, Z12, Z26, yoff, OP); \
+	TOK4Z(R13, Z13, Z27, yoff, OP)
+
+// END4Z adds token P's block (lanes A) to its accumulators ACC and MACC.
+#define END4Z(P, A, ACC, MACC) \
+	MINS4(P, MACC); \
+	VBROADCASTSS X1, Z1; \
+	VCVTDQ2PS    A, A; \
+	VFMADD231PS  Z1, A, ACC
+
+// RES4Z stores hsum(ACC) − hsum(MACC) at DX as the single-row kernel does
+// and advances DX.
+#define RES4Z(ACC, MACC) \
+	VMOVAPS       ACC, Z0; \
+	VMOVAPS       MACC, X1; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X2); \
+	VMOVHLPS      X1, X1, X2; \
+	VADDPS        X2, X1, X1; \
+	VMOVSHDUP     X1, X2; \
+	VADDSS        X2, X1, X1; \
+	VSUBSS        X1, X0, X0; \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// func gemmQ4KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
+	ARGS
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+q4kzloop:
+	SCALES6
+	VMOVQ      R8, X8
+	VPMOVZXBW  X8, X8
+	VSHUFI32X4 $0, Z8, Z8, Z8
+	VMOVQ      R9, X9
+	VPMOVZXBW  X9, X9
+	VMOVD      0(SI), X4
+	VCVTPH2PS  X4, X4
+	CHUNK4Z(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
+	CHUNK4Z(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
+	CHUNK4Z(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
+	CHUNK4Z(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	END4Z(DI, Z10, Z16, X20)
+	END4Z(R11, Z11, Z17, X21)
+	END4Z(R12, Z12, Z18, X22)
+	END4Z(R13, Z13, Z19, X23)
+	NEXT(144)
+	DECQ CX
+	JNZ  q4kzloop
+
+	OUTS
+	RES4Z(Z16, X20)
+	RES4Z(Z17, X21)
+	RES4Z(Z18, X22)
+	RES4Z(Z19, X23)
+	VZEROUPPER
+	RET
+
+// Q6_K, AVX2. Per token: int32 block lanes in Y6, Y7, Y8, Y11, starting at
+// −32·Σ scale_s·bsums[s] (the offset of the weights q − 32); float
+// accumulators (the single-row kernel's Y0) at 0, 32, 64, 96(SP).
+
+// CORR6 sets token P's lanes A to −32·Σ scale_s·bsums[s], with the sixteen
+// int16 scales in Y15 and zero in Y0.
+#define CORR6(P, A) \
+	VPMADDWD 260(P), Y15, A; \
+	VPSLLD   $5, A, A; \
+	VPSUBD   A, Y0, A
+
+// TOK6 adds the four tokens' products with the weights in Y4, weighted by
+// the scale words in Y5, to their lanes.
+#define TOK6(yoff) \
+	VPMADDUBSW yoff(DI), Y4, Y0; \
+	VPMADDWD   Y5, Y0, Y0; \
+	VPADDD     Y0, Y6, Y6; \
+	VPMADDUBSW yoff(R11), Y4, Y1; \
+	VPMADDWD   Y5, Y1, Y1; \
+	VPADDD     Y1, Y7, Y7; \
+	VPMADDUBSW yoff(R12), Y4, Y13; \
+	VPMADDWD   Y5, Y13, Y13; \
+	VPADDD     Y13, Y8, Y8; \
+	VPMADDUBSW yoff(R13), Y4, Y15; \
+	VPMADDWD   Y5, Y15, Y15; \
+	VPADDD     Y15, Y11, Y11
+
+// HALF6 handles the 128 elements of half h (ql at qlo, qh at qho, scales at
+// sco, activations at yo) as the single-row kernel's HALFQ6.
+#define HALF6(qlo, qho, sco, yo) \
+	VPMOVSXBW   sco(SI), X9; \
+	VINSERTI128 $1, X9, Y9, Y9; \
+	VMOVDQU     qlo(SI), Y2; \
+	VMOVDQU     qlo+32(SI), Y3; \
+	VMOVDQU     qho(SI), Y10; \
+	VPAND       Y14, Y2, Y4; \
+	VPAND       Y12, Y10, Y5; \
+	VPSLLW      $4, Y5, Y5; \
+	VPOR        Y5, Y4, Y4; \
+	VPSHUFB     gemmShufQ6<>+0(SB), Y9, Y5; \
+	TOK6(yo); \
+	VPAND       Y14, Y3, Y4; \
+	VPSRLW      $2, Y10, Y5; \
+	VPAND       Y12, Y5, Y5; \
+	VPSLLW      $4, Y5, Y5; \
+	VPOR        Y5, Y4, Y4; \
+	VPSHUFB     gemmShufQ6<>+32(SB), Y9, Y5; \
+	TOK6(yo+32); \
+	VPSRLW      $4, Y2, Y4; \
+	VPAND       Y14, Y4, Y4; \
+	VPSRLW      $4, Y10, Y5; \
+	VPAND       Y12, Y5, Y5; \
+	VPSLLW      $4, Y5, Y5; \
+	VPOR        Y5, Y4, Y4; \
+	VPSHUFB     gemmShufQ6<>+64(SB), Y9, Y5; \
+	TOK6(yo+64); \
+	VPSRLW      $4, Y3, Y4; \
+	VPAND       Y14, Y4, Y4; \
+	VPSRLW      $6, Y10, Y5; \
+	VPAND       Y12, Y5, Y5; \
+	VPSLLW      $4, Y5, Y5; \
+	VPOR        Y5, Y4, Y4; \
+	VPSHUFB     gemmShufQ6<>+96(SB), Y9, Y5; \
+	TOK6(yo+96)
+
+// END6 adds token P's block (lanes A) times d·dy (d in X13) to its
+// accumulator at acc(SP).
+#define END6(P, A, acc) \
+	VCVTDQ2PS    A, A; \
+	VMULSS       0(P), X13, X0; \
+	VBROADCASTSS X0, Y0; \
+	VMOVUPS      acc(SP), Y1; \
+	VFMADD231PS  Y0, A, Y1; \
+	VMOVUPS      Y1, acc(SP)
+
+// RES6 stores hsum(acc) at DX and advances DX.
+#define RES6(acc) \
+	VMOVUPS acc(SP), Y0; \
+	HSUM(Y0, X0, X1); \
+	VMOVSS  X0, (DX); \
+	ADDQ    BX, DX
+
+// func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX2(SB), NOSPLIT, $128-48
+	ARGS
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	BCAST8($0x0F0F0F0F, X14, Y14)
+	BCAST8($0x03030303, X12, Y12)
+
+q6kloop:
+	VPMOVSXBW 192(SI), Y15
+	VPXOR     Y0, Y0, Y0
+	CORR6(DI, Y6)
+	CORR6(R11, Y7)
+	CORR6(R12, Y8)
+	CORR6(R13, Y11)
+	HALF6(0, 128, 192, 4)
+	HALF6(64, 160, 200, 132)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X13
+	VCVTPH2PS X13, X13
+	END6(DI, Y6, 0)
+	END6(R11, Y7, 32)
+	END6(R12, Y8, 64)
+	END6(R13, Y11, 96)
+	NEXT(210)
+	DECQ CX
+	JNZ  q6kloop
+
+	OUTS
+	RES6(0)
+	RES6(32)
+	RES6(64)
+	RES6(96)
+	VZEROUPPER
+	RET
+
+// Q6_K, AVX-512. Per token: int32 block lanes in Z20-Z23 (the offset
+// subtracted first, in the low eight lanes as in the single-row kernel),
+// float accumulators (its Z0) in Z16-Z19, scratch Z24-Z27.
+
+// CORR6Z sets token P's lanes A to −[32·Σ scale_s·bsums[s], 0], with the
+// sixteen int16 scales in Y15.
+#define CORR6Z(P, A) \
+	VPMADDWD 260(P), Y15, Y0; \
+	VPSLLD   $5, Y0, Y0; \
+	VPXORD   A, A, A; \
+	VPSUBD   Z0, A, A
+
+// TOK6Z adds the four tokens' products with the 64 weights in Z4, weighted
+// by the scale words in Z5, to their lanes.
+#define TOK6Z(yoff) \
+	VPMADDUBSW yoff(DI), Z4, Z24; \
+	VPDPWSSD   Z5, Z24, Z20; \
+	VPMADDUBSW yoff(R11), Z4, Z25; \
+	VPDPWSSD   Z5, Z25, Z21; \
+	VPMADDUBSW yoff(R12), Z4, Z26; \
+	VPDPWSSD   Z5, Z26, Z22; \
+	VPMADDUBSW yoff(R13), Z4, Z27; \
+	VPDPWSSD   Z5, Z27, Z23
+
+// HALF6Z handles the 128 elements of half h as the single-row kernel's
+// HALFQ6: ql at qlo (64 bytes), qh at qho, scales at sco, activations at yo.
+#define HALF6Z(qlo, qho, sco, yo) \
+	VPMOVSXBW    sco(SI), X9; \
+	VSHUFI32X4   $0, Z9, Z9, Z9; \
+	VMOVDQU64    qlo(SI), Z2; \
+	VMOVDQU      qho(SI), Y10; \
+	VPSRLW       $2, Y10, Y11; \
+	VINSERTI64X4 $1, Y11, Z10, Z10; \
+	VPANDD       Z14, Z2, Z4; \
+	VPANDD       Z12, Z10, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
+	TOK6Z(yo); \
+	VPSRLW       $4, Z2, Z4; \
+	VPANDD       Z14, Z4, Z4; \
+	VPSRLW       $4, Z10, Z5; \
+	VPANDD       Z12, Z5, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
+	TOK6Z(yo+64)
+
+// END6Z adds token P's block (lanes A) times d·dy (d in X13) to ACC.
+#define END6Z(P, A, ACC) \
+	VCVTDQ2PS    A, A; \
+	VMULSS       0(P), X13, X0; \
+	VBROADCASTSS X0, Z0; \
+	VFMADD231PS  Z0, A, ACC
+
+// RES6Z stores the sum of ACC's lanes at DX as the single-row kernel does
+// and advances DX.
+#define RES6Z(ACC) \
+	VMOVAPS       ACC, Z0; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X1); \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// func gemmQ6KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512(SB), NOSPLIT, $0-48
+	ARGS
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL   $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6kzloop:
+	VPMOVSXBW 192(SI), Y15
+	CORR6Z(DI, Z20)
+	CORR6Z(R11, Z21)
+	CORR6Z(R12, Z22)
+	CORR6Z(R13, Z23)
+	HALF6Z(0, 128, 192, 4)
+	HALF6Z(64, 160, 200, 132)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X13
+	VCVTPH2PS X13, X13
+	END6Z(DI, Z20, Z16)
+	END6Z(R11, Z21, Z17)
+	END6Z(R12, Z22, Z18)
+	END6Z(R13, Z23, Z19)
+	NEXT(210)
+	DECQ CX
+	JNZ  q6kzloop
+
+	OUTS
+	RES6Z(Z16)
+	RES6Z(Z17)
+	RES6Z(Z18)
+	RES6Z(Z19)
+	VZEROUPPER
+	RET
