@@ -15,6 +15,9 @@ func gemmQ4KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 func gemmQ4KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
+func gemmQ5KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
 func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
@@ -27,6 +30,7 @@ const gemmTileTokens = 4
 // a nil entry runs the single-row kernel of that set per token.
 var gemmTiles = map[Type]struct{ avx2, avx512 gemmTileFunc }{
 	Q4_K: {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
+	Q5_K: {gemmQ5KQ8KAVX2, nil},
 	Q6_K: {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
 }
 

@@ -3,7 +3,7 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
-// Tile kernels of the K-quant matrix products: one Q4_K or Q6_K weight row
+// Tile kernels of the K-quant matrix products: one Q4_K, Q5_K or Q6_K weight row
 // against the Q8_K activations of four tokens (a0-a3 below: DI, R11, R12,
 // R13). Each weight block is decoded once (nibbles, high bits, sub-block
 // scales and their shuffles) and multiplied with the four tokens' blocks.
@@ -70,6 +70,13 @@ DATA gemmShufQ6<>+104(SB)/8, $0x0D0C0D0C0D0C0D0C
 DATA gemmShufQ6<>+112(SB)/8, $0x0F0E0F0E0F0E0F0E
 DATA gemmShufQ6<>+120(SB)/8, $0x0F0E0F0E0F0E0F0E
 GLOBL gemmShufQ6<>(SB), RODATA|NOPTR, $128
+
+// gemmBit0 is a byte mask of bit 0 (Q5_K high bits).
+DATA gemmBit0<>+0(SB)/8, $0x0101010101010101
+DATA gemmBit0<>+8(SB)/8, $0x0101010101010101
+DATA gemmBit0<>+16(SB)/8, $0x0101010101010101
+DATA gemmBit0<>+24(SB)/8, $0x0101010101010101
+GLOBL gemmBit0<>(SB), RODATA|NOPTR, $32
 
 // ARGS loads x to SI, the four tokens' activation pointers to DI, R11, R12,
 // R13 and nb to CX.
@@ -232,6 +239,77 @@ q4kloop:
 	NEXT(144)
 	DECQ CX
 	JNZ  q4kloop
+
+	OUTS
+	RES4(0, 128)
+	RES4(32, 144)
+	RES4(64, 160)
+	RES4(96, 176)
+	VZEROUPPER
+	RET
+
+// Q5_K, AVX2: as Q4_K, with the fifth bit of each weight taken from qh
+// (Y7, consumed bit by bit as the single-row kernel's HIQ5K does).
+
+// CHUNK5 decodes the 64 weights of chunk c (quants at qoff, two bits of qh
+// from Y7) and adds them, times each token's activations, to the lanes.
+#define CHUNK5(qoff, ylo, yhi, slo, shi) \
+	VMOVDQU qoff(SI), Y2; \
+	VPSRLW  $4, Y2, Y3; \
+	VPAND   Y14, Y2, Y2; \
+	VPAND   Y14, Y3, Y3; \
+	VPAND   gemmBit0<>(SB), Y7, Y5; \
+	VPSLLW  $4, Y5, Y5; \
+	VPOR    Y5, Y2, Y2; \
+	VPSRLW  $1, Y7, Y7; \
+	VPAND   gemmBit0<>(SB), Y7, Y5; \
+	VPSLLW  $4, Y5, Y5; \
+	VPOR    Y5, Y3, Y3; \
+	VPSRLW  $1, Y7, Y7; \
+	VPSHUFB slo, Y8, Y5; \
+	VPSHUFB shi, Y8, Y6; \
+	TOK4(DI, Y10, ylo, yhi); \
+	TOK4(R11, Y11, ylo, yhi); \
+	TOK4(R12, Y12, ylo, yhi); \
+	TOK4(R13, Y13, ylo, yhi)
+
+// func gemmQ5KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ5KQ8KAVX2(SB), NOSPLIT, $192-48
+	ARGS
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	BCAST8($0x0F0F0F0F, X14, Y14)
+
+q5kloop:
+	SCALES6
+	VMOVQ       R8, X8
+	VPMOVZXBW   X8, X8
+	VINSERTI128 $1, X8, Y8, Y8
+	VMOVQ       R9, X9
+	VPMOVZXBW   X9, X9
+	VMOVD       0(SI), X4
+	VCVTPH2PS   X4, X4
+	VPXOR       Y10, Y10, Y10
+	VPXOR       Y11, Y11, Y11
+	VPXOR       Y12, Y12, Y12
+	VPXOR       Y13, Y13, Y13
+	VMOVDQU     16(SI), Y7
+	CHUNK5(48, 4, 36, gemmShufK4<>+0(SB), gemmShufK4<>+32(SB))
+	CHUNK5(80, 68, 100, gemmShufK4<>+64(SB), gemmShufK4<>+96(SB))
+	CHUNK5(112, 132, 164, gemmShufK4<>+128(SB), gemmShufK4<>+160(SB))
+	CHUNK5(144, 196, 228, gemmShufK4<>+192(SB), gemmShufK4<>+224(SB))
+	END4(DI, Y10, 0, 128)
+	END4(R11, Y11, 32, 144)
+	END4(R12, Y12, 64, 160)
+	END4(R13, Y13, 96, 176)
+	NEXT(176)
+	DECQ CX
+	JNZ  q5kloop
 
 	OUTS
 	RES4(0, 128)
