@@ -4,7 +4,7 @@ package tensor
 
 // The tile kernels: four tokens of one weight row, with the lanes and the
 // float operations of the single-row kernel of the same instruction set
-// (dotk_amd64.s, dotk512_amd64.s), so that each token's result equals it
+// (dotq_amd64.s, dotk_amd64.s, dotk512_amd64.s), so that each token's result equals it
 // bit for bit. x, y, out point at the row, the first token's activations
 // and its output; lda is a byte stride, ldo an element stride; nb > 0.
 
@@ -23,15 +23,43 @@ func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
+//go:noescape
+func gemmQ80Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ80Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ40Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ40Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ50Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ50Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ4NLQ80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ4NLQ80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
+
 // gemmTileTokens is the tile of the assembly kernels.
 const gemmTileTokens = 4
 
 // gemmTiles lists the tile kernels of each weight type per instruction set;
 // a nil entry runs the single-row kernel of that set per token.
 var gemmTiles = map[Type]struct{ avx2, avx512 gemmTileFunc }{
-	Q4_K: {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
-	Q5_K: {gemmQ5KQ8KAVX2, nil},
-	Q6_K: {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
+	Q8_0:   {gemmQ80Q80AVX2, gemmQ80Q80AVX512},
+	Q4_0:   {gemmQ40Q80AVX2, gemmQ40Q80AVX512},
+	Q5_0:   {gemmQ50Q80AVX2, gemmQ50Q80AVX512},
+	IQ4_NL: {gemmIQ4NLQ80AVX2, gemmIQ4NLQ80AVX512},
+	Q4_K:   {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
+	Q5_K:   {gemmQ5KQ8KAVX2, nil},
+	Q6_K:   {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
 }
 
 // gemmImpls returns the implementations of the multi-token product for
