@@ -4,7 +4,8 @@ package tensor
 
 // The tile kernels: four tokens of one weight row, with the lanes and the
 // float operations of the single-row kernel of the same instruction set
-// (dotq_amd64.s, dotk_amd64.s, dotk512_amd64.s), so that each token's result equals it
+// (dotq_amd64.s, dotk_amd64.s, dotk512_amd64.s; kernels in gemmq_amd64.s,
+// gemmk_amd64.s, gemmxs_amd64.s), so that each token's result equals it
 // bit for bit. x, y, out point at the row, the first token's activations
 // and its output; lda is a byte stride, ldo an element stride; nb > 0.
 
@@ -16,6 +17,9 @@ func gemmQ4KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
 func gemmQ5KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ4XSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
 func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
@@ -60,6 +64,7 @@ var gemmTiles = map[Type]struct{ avx2, avx512 gemmTileFunc }{
 	Q4_K:   {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
 	Q5_K:   {gemmQ5KQ8KAVX2, nil},
 	Q6_K:   {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
+	IQ4_XS: {gemmIQ4XSQ8KAVX2, nil},
 }
 
 // gemmImpls returns the implementations of the multi-token product for

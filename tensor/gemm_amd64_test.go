@@ -25,8 +25,18 @@ func TestGemmTier(t *testing.T) {
 		if best.name != want && !strings.HasPrefix(best.name, want+"/") {
 			t.Errorf("%s: chose %s, want the %s tier", wt, best.name, want)
 		}
-		if _, tiled := gemmTiles[wt]; tiled && want != "generic" && (best.tile == nil || best.size != gemmTileTokens) {
-			t.Errorf("%s: %s has no tile kernel", wt, best.name)
+		var tile gemmTileFunc
+		switch tiles := gemmTiles[wt]; want {
+		case "avx512vnni":
+			tile = tiles.avx512
+		case "avx2":
+			tile = tiles.avx2
+		}
+		if tile != nil && (best.tile == nil || best.size != gemmTileTokens) {
+			t.Errorf("%s: %s does not use its tile kernel", wt, best.name)
+		}
+		if tile == nil && (best.tile != nil || best.size != 1) {
+			t.Errorf("%s: %s has a tile kernel of %d tokens that the table lacks", wt, best.name, best.size)
 		}
 	}
 }
