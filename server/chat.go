@@ -1,0 +1,352 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/sample"
+)
+
+// handleChat answers POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
+	var req chatRequest
+	if e := s.decodeBody(w, hr, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.checkModel(req.Model); e != nil {
+		writeError(w, e)
+		return
+	}
+	prep, e := s.prepareChat(&req)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ctx, cancel := context.WithCancel(hr.Context())
+	defer cancel() // frees the slot whenever the handler returns
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	c := chatCompletion{
+		ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: s.cfg.ModelID, SystemFingerprint: "glmrun",
+	}
+	parser := newReplyParser(prep.thinking, prep.tools, func() string { return newID("call_") })
+	if req.Stream {
+		s.streamChat(ctx, w, r, c, parser, prep, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+
+	var content, reasoning strings.Builder
+	var calls []toolCall
+	var lps []chatTokenLogprob
+	add := func(d replyDelta) {
+		content.WriteString(d.content)
+		reasoning.WriteString(d.reasoning)
+		calls = append(calls, d.calls...)
+	}
+	for {
+		evs, err := next(ctx, r)
+		if err != nil {
+			return // the client went away
+		}
+		for _, ev := range evs {
+			if ev.err != nil {
+				writeError(w, runError(ev.err))
+				return
+			}
+			add(parser.add(ev.text))
+			lps = appendChatLogprobs(lps, ev.logprobs)
+			if ev.finish == "" {
+				continue
+			}
+			add(parser.flush())
+			msg := &replyMessage{Role: "assistant", ToolCalls: calls}
+			if content.Len() > 0 || len(calls) == 0 {
+				msg.Content = ptr(content.String())
+			}
+			if reasoning.Len() > 0 {
+				msg.ReasoningContent = ptr(reasoning.String())
+			}
+			finish := ev.finish
+			if len(calls) > 0 && finish == "stop" {
+				finish = "tool_calls"
+			}
+			ch := chatChoice{Message: msg, FinishReason: &finish}
+			if prep.logprobs {
+				ch.Logprobs = &chatLogprobs{Content: nonNil(lps)}
+			}
+			c.Object = "chat.completion"
+			c.Choices = []chatChoice{ch}
+			c.Usage = &ev.usage
+			writeJSON(w, http.StatusOK, c)
+			return
+		}
+	}
+}
+
+// streamChat writes r's reply as chat.completion.chunk events.
+func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *request, c chatCompletion, parser *replyParser, prep *chatPrep, includeUsage bool) {
+	sse := newSSE(w)
+	c.Object = "chat.completion.chunk"
+	send := func(delta *replyMessage, lps []chatTokenLogprob, finish *string) bool {
+		ch := chatChoice{Delta: delta, FinishReason: finish}
+		if prep.logprobs && len(lps) > 0 {
+			ch.Logprobs = &chatLogprobs{Content: lps}
+		}
+		c.Choices = []chatChoice{ch}
+		return sse.send(c)
+	}
+	nCalls := 0
+	deltaOf := func(d replyDelta) *replyMessage {
+		m := &replyMessage{}
+		if d.content != "" {
+			m.Content = ptr(d.content)
+		}
+		if d.reasoning != "" {
+			m.ReasoningContent = ptr(d.reasoning)
+		}
+		for _, tc := range d.calls {
+			tc.Index = ptr(nCalls)
+			nCalls++
+			m.ToolCalls = append(m.ToolCalls, tc)
+		}
+		return m
+	}
+	if !send(&replyMessage{Role: "assistant", Content: ptr("")}, nil, nil) {
+		return
+	}
+	for {
+		evs, err := next(ctx, r)
+		if err != nil {
+			return
+		}
+		for _, ev := range evs {
+			if ev.err != nil {
+				sse.send(errorBody{*runError(ev.err)})
+				return
+			}
+			d := parser.add(ev.text)
+			lps := appendChatLogprobs(nil, ev.logprobs)
+			if ev.finish != "" {
+				f := parser.flush()
+				d.content += f.content
+				d.reasoning += f.reasoning
+				d.calls = append(d.calls, f.calls...)
+			}
+			if !d.empty() || len(lps) > 0 {
+				if !send(deltaOf(d), lps, nil) {
+					return
+				}
+			}
+			if ev.finish == "" {
+				continue
+			}
+			finish := ev.finish
+			if nCalls > 0 && finish == "stop" {
+				finish = "tool_calls"
+			}
+			if !send(&replyMessage{}, nil, &finish) {
+				return
+			}
+			if includeUsage {
+				c.Choices = []chatChoice{}
+				c.Usage = &ev.usage
+				if !sse.send(c) {
+					return
+				}
+			}
+			sse.done()
+			return
+		}
+	}
+}
+
+// chatPrep is a checked chat request: the prompt and how to generate.
+type chatPrep struct {
+	prompt      []int32
+	sampler     *sample.Sampler
+	maxTokens   int
+	logprobs    bool
+	topLogprobs int
+	thinking    bool              // the prompt opened a reasoning block
+	tools       []json.RawMessage // parse tool calls against these; nil: none
+}
+
+// prepareChat checks req's parameters, renders and tokenizes the prompt.
+func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
+	if len(req.Messages) == 0 {
+		return nil, invalid("messages", "messages must not be empty")
+	}
+	if e := checkN(req.N); e != nil {
+		return nil, e
+	}
+	if e := checkStop(req.Stop); e != nil {
+		return nil, e
+	}
+	if req.StreamOptions != nil && !req.Stream {
+		return nil, invalid("stream_options", "stream_options is only allowed with stream: true")
+	}
+	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
+		return nil, invalid("response_format", "response_format %q is not supported (only \"text\")", req.ResponseFormat.Type)
+	}
+	p := &chatPrep{}
+	maxTok := req.MaxTokens
+	param := "max_tokens"
+	if req.MaxCompletionTokens != nil {
+		maxTok, param = req.MaxCompletionTokens, "max_completion_tokens"
+	}
+	if maxTok != nil {
+		if *maxTok < 1 {
+			return nil, invalid(param, "%s must be at least 1, not %d", param, *maxTok)
+		}
+		p.maxTokens = *maxTok
+	}
+	if req.Logprobs != nil {
+		p.logprobs = *req.Logprobs
+	}
+	if req.TopLogprobs != nil {
+		n := *req.TopLogprobs
+		if n < 0 || n > maxTopLogprobs {
+			return nil, invalid("top_logprobs", "top_logprobs must be between 0 and %d, not %d", maxTopLogprobs, n)
+		}
+		if n > 0 && !p.logprobs {
+			return nil, invalid("top_logprobs", "top_logprobs requires logprobs: true")
+		}
+		p.topLogprobs = n
+	}
+	smp, e := s.sampler(samplingParams{
+		temperature: req.Temperature, topP: req.TopP, minP: req.MinP, topK: req.TopK, seed: req.Seed,
+		presencePenalty: req.PresencePenalty, frequencyPenalty: req.FrequencyPenalty, logitBias: req.LogitBias,
+	})
+	if e != nil {
+		return nil, e
+	}
+	p.sampler = smp
+
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		role := m.Role
+		switch role {
+		case "developer":
+			role = chat.RoleSystem
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
+		default:
+			return nil, invalid(param+".role", "unknown role %q (want system, developer, user, assistant or tool)", m.Role)
+		}
+		text, err := m.text()
+		if err != nil {
+			return nil, invalid(param+".content", "%v", err)
+		}
+		cm := chat.Message{Role: role, Content: text, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
+		for j, tc := range m.ToolCalls {
+			args := tc.Function.Arguments
+			if args == "" {
+				args = "{}"
+			}
+			if !json.Valid([]byte(args)) {
+				return nil, invalid(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "arguments must be a JSON object in a string")
+			}
+			enc, _ := json.Marshal(args) // the wire form: a JSON string holding the object
+			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: tc.ID, Type: tc.Type,
+				Function: chat.FunctionCall{Name: tc.Function.Name, Arguments: enc}})
+		}
+		msgs[i] = cm
+	}
+
+	for i, t := range req.Tools {
+		var def struct {
+			Type     string `json:"type"`
+			Function *struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &def); err != nil || def.Function == nil || def.Function.Name == "" ||
+			(def.Type != "" && def.Type != "function") {
+			return nil, invalid(fmt.Sprintf("tools[%d]", i), "a tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}")
+		}
+	}
+	parseTools := len(req.Tools) > 0
+	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
+		var choice string
+		if err := json.Unmarshal(req.ToolChoice, &choice); err == nil {
+			switch choice {
+			case "none":
+				parseTools = false
+			case "auto", "required":
+			default:
+				return nil, invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a function, not %q", choice)
+			}
+		}
+	}
+	if parseTools {
+		p.tools = req.Tools
+	}
+
+	opts := chat.Options{Tools: req.Tools, AddGenerationPrompt: true}
+	tok := s.cfg.Tokenizer
+	if id := tok.BOS(); id >= 0 {
+		opts.BOSToken = tok.Text(id)
+	}
+	if id := tok.EOS(); id >= 0 {
+		opts.EOSToken = tok.Text(id)
+	}
+	for k, v := range req.ChatTemplateKwargs {
+		if opts.Vars == nil {
+			opts.Vars = make(map[string]any)
+		}
+		opts.Vars[k] = v
+		if k == "enable_thinking" {
+			var b bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				return nil, invalid("chat_template_kwargs.enable_thinking", "enable_thinking must be true or false")
+			}
+			opts.NoThinking = !b
+		}
+	}
+	text, err := s.cfg.Template.Render(msgs, opts)
+	if err != nil {
+		return nil, invalid("messages", "rendering the chat template: %v", err)
+	}
+	p.prompt = tok.Encode(text, true, true)
+	if e := s.checkPromptLen("messages", len(p.prompt)); e != nil {
+		return nil, e
+	}
+	p.thinking = strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), tagThink)
+	return p, nil
+}
+
+// appendChatLogprobs converts the scheduler's logprobs to OpenAI's chat form.
+func appendChatLogprobs(dst []chatTokenLogprob, lps []tokenLogprob) []chatTokenLogprob {
+	for _, lp := range lps {
+		e := chatTokenLogprob{Token: lp.piece, Logprob: lp.logprob, Bytes: byteList(lp.piece), TopLogprobs: []chatTopLogprob{}}
+		for _, t := range lp.top {
+			e.TopLogprobs = append(e.TopLogprobs, chatTopLogprob{Token: t.piece, Logprob: t.logprob, Bytes: byteList(t.piece)})
+		}
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+func byteList(s string) []int {
+	b := make([]int, len(s))
+	for i := range len(s) {
+		b[i] = int(s[i])
+	}
+	return b
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// testModelPath is the bundled GLM-5-shaped model (random weights, GLM-5's
+// vocabulary, special tokens and chat template).
+const testModelPath = "../testdata/models/glm5-mini.Q8_0.gguf"
+
+// testModelID is the id the test servers give the model.
+const testModelID = "glm5-mini"
+
+// loaded is the bundled model, loaded once for the whole test binary (the
+// model is immutable and shared by every server).
+type loaded struct {
+	m    *model.Model
+	tok  *tokenizer.Tokenizer
+	tmpl *chat.Template
+}
+
+var loadOnce = sync.OnceValues(func() (*loaded, error) {
+	f, err := gguf.Open(testModelPath)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		return nil, err
+	}
+	src, err := f.String("tokenizer.chat_template")
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := chat.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.New(f, model.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{m: m, tok: tok, tmpl: tmpl}, nil
+})
+
+func testModel(t testing.TB) *loaded {
+	t.Helper()
+	l, err := loadOnce()
+	if err != nil {
+		t.Fatalf("loading %s: %v", testModelPath, err)
+	}
+	return l
+}
+
+// testServer is a Server behind an httptest server, with an OpenAI client.
+type testServer struct {
+	s      *Server
+	url    string
+	client openai.Client
+	tok    *tokenizer.Tokenizer
+}
+
+// newTestServer starts a server on the bundled model; edit changes its
+// Config, script (optional) scripts the tokens requests emit.
+func newTestServer(t testing.TB, edit func(*Config), script func([]int32) []int32) *testServer {
+	t.Helper()
+	l := testModel(t)
+	cfg := Config{Model: l.m, Tokenizer: l.tok, Template: l.tmpl, ModelID: testModelID, Parallel: 4, ContextSize: 512}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.script = script
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		s.Close()
+		hs.Close()
+	})
+	opts := []option.RequestOption{option.WithBaseURL(hs.URL + "/v1/"), option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		opts = append(opts, option.WithAPIKey("unused"))
+	}
+	return &testServer{s: s, url: hs.URL, client: openai.NewClient(opts...), tok: l.tok}
+}
+
+// eogBias bans every end-of-generation token, so that greedy runs go on to
+// max_tokens.
+func eogBias(tok *tokenizer.Tokenizer) map[string]int64 {
+	b := make(map[string]int64)
+	for id := range int32(tok.NumTokens()) {
+		if tok.IsEOG(id) {
+			b[itoa(id)] = -100
+		}
+	}
+	return b
+}
+
+func itoa(id int32) string {
+	b, _ := json.Marshal(id)
+	return string(b)
+}
+
+// scriptFor returns a script hook: every request emits the tokens of text
+// (special-token text parsed), then end, an end-of-generation token.
+func scriptFor(tok *tokenizer.Tokenizer, text, end string) func([]int32) []int32 {
+	ids := tok.Encode(text, false, true)
+	if end != "" {
+		id, ok := tok.ID(end)
+		if !ok {
+			panic("no token " + end)
+		}
+		ids = append(ids, id)
+	}
+	return func([]int32) []int32 { return ids }
+}
+
+// post sends a raw request and returns the status and decoded JSON body.
+func post(t testing.TB, url, path, body string, header map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: status %d, body is not JSON: %q", path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, v
+}
+
+// get fetches url+path and returns the status and body.
+func get(t testing.TB, url, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// waitFor polls cond until it holds or a few seconds pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gateStepper is a Stepper that waits for a token on gate before each step.
+type gateStepper struct {
+	gate chan struct{}
+}
+
+func (g *gateStepper) Step(sessions []*model.Session, tokens []int32) ([][]float32, []error) {
+	<-g.gate
+	return SequentialStepper{}.Step(sessions, tokens)
+}
+
+// sseLines reads a raw SSE body into its data payloads.
+func sseLines(t testing.TB, body []byte) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range bytes.Split(body, []byte("\n\n")) {
+		if len(ev) == 0 {
+			continue
+		}
+		data, ok := bytes.CutPrefix(ev, []byte("data: "))
+		if !ok {
+			t.Fatalf("SSE event %q does not start with \"data: \"", ev)
+		}
+		out = append(out, string(data))
+	}
+	return out
+}
+
+var _ = context.Background

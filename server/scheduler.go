@@ -1,0 +1,495 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/sample"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// prefillBudget is the most prompt tokens the scheduler prefills between two
+// decode steps, so that a long new prompt delays the running sequences by a
+// bounded amount (chunked prefill).
+const prefillBudget = 256
+
+// errShutdown ends the sequences still running when the server closes.
+var errShutdown = errors.New("server: the server is shutting down")
+
+// Stepper runs one decode step of continuous batching: it feeds tokens[i] to
+// sessions[i], for every i, and returns the logits after each (the caller
+// may keep them). A batched Stepper reads each weight once for all the
+// sessions. errs[i] reports a failure of sequence i alone; a nil errs means
+// none failed.
+type Stepper interface {
+	Step(sessions []*model.Session, tokens []int32) (logits [][]float32, errs []error)
+}
+
+// SequentialStepper decodes the sessions one after the other with
+// model.Session.Decode: correct, but it reads the weights once per sequence.
+type SequentialStepper struct{}
+
+// Step implements Stepper.
+func (SequentialStepper) Step(sessions []*model.Session, tokens []int32) ([][]float32, []error) {
+	logits := make([][]float32, len(sessions))
+	var errs []error
+	for i, s := range sessions {
+		l, err := s.Decode(tokens[i])
+		if err != nil {
+			if errs == nil {
+				errs = make([]error, len(sessions))
+			}
+			errs[i] = err
+			continue
+		}
+		logits[i] = l
+	}
+	return logits, errs
+}
+
+// BatchStepper runs each step as one batched pass (model.DecodeBatch), so
+// that the weights outside attention are read once for all the sequences.
+// The logits are the ones SequentialStepper gives.
+type BatchStepper struct{}
+
+// Step implements Stepper.
+func (BatchStepper) Step(sessions []*model.Session, tokens []int32) ([][]float32, []error) {
+	logits, err := model.DecodeBatch(sessions, tokens)
+	if err != nil {
+		// Find which sequences fail by running them one by one.
+		return SequentialStepper{}.Step(sessions, tokens)
+	}
+	return logits, nil
+}
+
+// request is one generation handed to the scheduler by a handler.
+type request struct {
+	ctx         context.Context
+	prompt      []int32
+	maxTokens   int      // most tokens to generate; <= 0: until the context is full
+	stop        []string // stop strings (not emitted)
+	sampler     *sample.Sampler
+	logprobs    bool
+	topLogprobs int
+	script      []int32 // test hook: tokens to emit instead of sampling
+	out         outbox
+}
+
+// event is what the scheduler tells a handler: text (whole UTF-8
+// characters) and the log-probabilities of the tokens that produced it;
+// the last event of a request has finish or err set.
+type event struct {
+	text     string
+	logprobs []tokenLogprob
+	finish   string // "stop" or "length" on the last event
+	err      error  // a failure; the last event
+	usage    usage  // on the last event
+}
+
+// tokenLogprob is the log-probability of one generated token and of the most
+// likely alternatives at its position.
+type tokenLogprob struct {
+	piece   string // the token's bytes (maybe part of a UTF-8 character)
+	logprob float64
+	top     []pieceLogprob
+}
+
+type pieceLogprob struct {
+	piece   string
+	logprob float64
+}
+
+// outbox passes events from the scheduler to a handler without ever
+// blocking the scheduler.
+type outbox struct {
+	mu     sync.Mutex
+	events []event
+	ready  chan struct{} // capacity 1: something is in events
+}
+
+func newOutbox() outbox { return outbox{ready: make(chan struct{}, 1)} }
+
+func (o *outbox) put(e event) {
+	o.mu.Lock()
+	o.events = append(o.events, e)
+	o.mu.Unlock()
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) take() []event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e := o.events
+	o.events = nil
+	return e
+}
+
+// sequence is a request occupying a slot.
+type sequence struct {
+	req       *request
+	sess      *model.Session
+	prefilled int   // prompt tokens in the cache
+	next      int32 // the token to feed at the next decode step
+	generated int
+	dec       *tokenizer.Decoder
+	held      string // decoded text not emitted yet (could start a stop string)
+	lps       []tokenLogprob
+}
+
+// scheduler owns the model and runs every sequence: one goroutine, so the
+// sessions need no locks.
+type scheduler struct {
+	m        *model.Model
+	tok      *tokenizer.Tokenizer
+	ctxSize  int
+	parallel int
+	stepper  Stepper
+	metrics  *metrics
+
+	queue chan *request
+	quit  chan struct{}
+	done  chan struct{}
+
+	pool   []*model.Session // free sessions, reset
+	nSess  int              // sessions created
+	active []*sequence
+}
+
+func newScheduler(m *model.Model, tok *tokenizer.Tokenizer, ctxSize, parallel, queue int, st Stepper, mt *metrics) *scheduler {
+	return &scheduler{
+		m: m, tok: tok, ctxSize: ctxSize, parallel: parallel, stepper: st, metrics: mt,
+		queue: make(chan *request, queue),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+}
+
+// submit queues r; it reports false when the queue is full.
+func (s *scheduler) submit(r *request) bool {
+	select {
+	case <-s.quit:
+		return false
+	default:
+	}
+	select {
+	case s.queue <- r:
+		s.metrics.queueDepth.Store(int64(len(s.queue)))
+		return true
+	default:
+		return false
+	}
+}
+
+// closed reports whether close was called.
+func (s *scheduler) closed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// close stops the scheduler: running and queued requests end with
+// errShutdown. It waits for the loop to exit.
+func (s *scheduler) close() {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
+}
+
+// run is the scheduler loop: admit queued requests into free slots, drop
+// canceled ones, prefill new prompts (within prefillBudget), then one decode
+// step for every sequence that has a token to feed.
+func (s *scheduler) run() {
+	defer close(s.done)
+	for {
+		if !s.admit() {
+			s.shutdown()
+			return
+		}
+		s.metrics.active.Store(int64(len(s.active)))
+		s.metrics.queueDepth.Store(int64(len(s.queue)))
+		s.dropCanceled()
+		s.prefill()
+		s.decode()
+		s.metrics.active.Store(int64(len(s.active)))
+		s.metrics.queueDepth.Store(int64(len(s.queue)))
+	}
+}
+
+// admit moves queued requests into free slots, waiting for one when
+// nothing is running. It reports false when the scheduler must stop.
+func (s *scheduler) admit() bool {
+	for len(s.active) < s.parallel {
+		var r *request
+		if len(s.active) == 0 {
+			select {
+			case r = <-s.queue:
+			case <-s.quit:
+				return false
+			}
+		} else {
+			select {
+			case r = <-s.queue:
+			case <-s.quit:
+				return false
+			default:
+				return true
+			}
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
+			continue
+		}
+		sess, err := s.session()
+		if err != nil {
+			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
+			continue
+		}
+		s.active = append(s.active, &sequence{req: r, sess: sess, dec: s.tok.NewDecoder(true)})
+	}
+	select {
+	case <-s.quit:
+		return false
+	default:
+		return true
+	}
+}
+
+// session returns a free KV cache slot, creating one if fewer than
+// parallel exist.
+func (s *scheduler) session() (*model.Session, error) {
+	if n := len(s.pool); n > 0 {
+		sess := s.pool[n-1]
+		s.pool = s.pool[:n-1]
+		return sess, nil
+	}
+	sess, err := s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize})
+	if err != nil {
+		return nil, fmt.Errorf("server: new KV cache slot: %w", err)
+	}
+	s.nSess++
+	return sess, nil
+}
+
+// release ends seq's hold on its slot.
+func (s *scheduler) release(seq *sequence) {
+	seq.sess.Reset()
+	s.pool = append(s.pool, seq.sess)
+	seq.sess = nil
+	for i, a := range s.active {
+		if a == seq {
+			s.active = append(s.active[:i], s.active[i+1:]...)
+			break
+		}
+	}
+}
+
+func (s *scheduler) dropCanceled() {
+	for i := 0; i < len(s.active); {
+		seq := s.active[i]
+		if err := seq.req.ctx.Err(); err != nil {
+			s.metrics.canceled.Add(1)
+			s.fail(seq, err)
+			continue
+		}
+		i++
+	}
+}
+
+func (s *scheduler) shutdown() {
+	for len(s.active) > 0 {
+		s.fail(s.active[0], errShutdown)
+	}
+	for {
+		select {
+		case r := <-s.queue:
+			r.out.put(event{err: errShutdown, usage: *newUsage(len(r.prompt), 0)})
+		default:
+			for _, sess := range s.pool {
+				sess.Close()
+			}
+			s.pool = nil
+			s.metrics.active.Store(0)
+			s.metrics.queueDepth.Store(0)
+			return
+		}
+	}
+}
+
+// prefill runs new prompts through the model, oldest first, up to
+// prefillBudget tokens; a sequence whose prompt is complete samples its
+// first token.
+func (s *scheduler) prefill() {
+	budget := prefillBudget
+	for _, seq := range append([]*sequence(nil), s.active...) {
+		if budget <= 0 {
+			return
+		}
+		n := len(seq.req.prompt) - seq.prefilled
+		if n == 0 {
+			continue
+		}
+		n = min(n, budget)
+		budget -= n
+		start := time.Now()
+		rows, err := seq.sess.Prefill(seq.req.prompt[seq.prefilled : seq.prefilled+n])
+		if err != nil {
+			s.fail(seq, fmt.Errorf("server: prefill: %w", err))
+			continue
+		}
+		s.metrics.prefillNanos.Add(int64(time.Since(start)))
+		s.metrics.promptTokens.Add(int64(n))
+		seq.prefilled += n
+		if seq.prefilled == len(seq.req.prompt) {
+			s.onLogits(seq, rows[len(rows)-1])
+		}
+	}
+}
+
+// decode runs one step: one token for every sequence past its prompt.
+func (s *scheduler) decode() {
+	var seqs []*sequence
+	var sessions []*model.Session
+	var tokens []int32
+	for _, seq := range s.active {
+		if seq.prefilled == len(seq.req.prompt) {
+			seqs = append(seqs, seq)
+			sessions = append(sessions, seq.sess)
+			tokens = append(tokens, seq.next)
+		}
+	}
+	if len(seqs) == 0 {
+		return
+	}
+	start := time.Now()
+	logits, errs := s.stepper.Step(sessions, tokens)
+	s.metrics.step(len(seqs), time.Since(start))
+	for i, seq := range seqs {
+		if errs != nil && errs[i] != nil {
+			s.fail(seq, fmt.Errorf("server: decode: %w", errs[i]))
+			continue
+		}
+		s.onLogits(seq, logits[i])
+	}
+}
+
+// onLogits picks seq's next token from logits and passes on its text.
+func (s *scheduler) onLogits(seq *sequence, logits []float32) {
+	r := seq.req
+	var id int32
+	if seq.generated < len(r.script) {
+		id = r.script[seq.generated]
+	} else {
+		var err error
+		if id, err = r.sampler.Sample(logits); err != nil {
+			s.fail(seq, fmt.Errorf("server: sampling: %w", err))
+			return
+		}
+	}
+	r.sampler.Accept(id)
+	seq.generated++
+	s.metrics.genTokens.Add(1)
+	if s.tok.IsEOG(id) {
+		s.finish(seq, "stop", false)
+		return
+	}
+	if r.logprobs {
+		lp, err := r.sampler.Logprobs(logits, id, r.topLogprobs)
+		if err != nil {
+			s.fail(seq, fmt.Errorf("server: logprobs: %w", err))
+			return
+		}
+		tl := tokenLogprob{piece: s.tok.Piece(id, true), logprob: lp.Chosen.Logprob}
+		if r.topLogprobs > 0 {
+			tl.top = make([]pieceLogprob, len(lp.Top))
+			for i, t := range lp.Top {
+				tl.top[i] = pieceLogprob{piece: s.tok.Piece(t.ID, true), logprob: t.Logprob}
+			}
+		}
+		seq.lps = append(seq.lps, tl)
+	}
+	text, err := seq.dec.Add(id)
+	if err != nil {
+		s.fail(seq, fmt.Errorf("server: detokenize: %w", err))
+		return
+	}
+	seq.held += text
+	if i := stopIndex(seq.held, r.stop); i >= 0 {
+		seq.held = seq.held[:i]
+		s.finish(seq, "stop", true)
+		return
+	}
+	// The context holds the prompt and the whole reply.
+	if r.maxTokens > 0 && seq.generated >= r.maxTokens || len(r.prompt)+seq.generated >= s.ctxSize {
+		s.finish(seq, "length", false)
+		return
+	}
+	if keep := stopPrefixLen(seq.held, r.stop); keep < len(seq.held) {
+		cut := len(seq.held) - keep
+		r.out.put(event{text: seq.held[:cut], logprobs: seq.lps})
+		seq.held, seq.lps = seq.held[cut:], nil
+	}
+	seq.next = id
+}
+
+// finish ends seq with reason, passing on the text still held back. After
+// a stop string (stopped), the decoder's held bytes follow it and are
+// dropped.
+func (s *scheduler) finish(seq *sequence, reason string, stopped bool) {
+	text := seq.held
+	if !stopped {
+		text += seq.dec.Flush()
+	}
+	seq.req.out.put(event{
+		text: text, logprobs: seq.lps, finish: reason,
+		usage: *newUsage(len(seq.req.prompt), seq.generated),
+	})
+	s.metrics.completed.Add(1)
+	s.release(seq)
+}
+
+// fail ends seq with err.
+func (s *scheduler) fail(seq *sequence, err error) {
+	seq.req.out.put(event{err: err, usage: *newUsage(len(seq.req.prompt), seq.generated)})
+	s.release(seq)
+}
+
+// stopIndex returns the index of the earliest stop string in text, or -1.
+func stopIndex(text string, stop []string) int {
+	best := -1
+	for _, st := range stop {
+		if i := strings.Index(text, st); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	return best
+}
+
+// stopPrefixLen returns the length of the longest suffix of text that is a
+// proper prefix of a stop string: text that must be held back because a
+// stop string may be completing.
+func stopPrefixLen(text string, stop []string) int {
+	best := 0
+	for _, st := range stop {
+		for n := min(len(st)-1, len(text)); n > best; n-- {
+			if strings.HasSuffix(text, st[:n]) {
+				best = n
+				break
+			}
+		}
+	}
+	return best
+}

@@ -1,0 +1,336 @@
+package server
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultParallel     = 4
+	DefaultContextSize  = 4096
+	DefaultQueueSize    = 64
+	DefaultMaxBodyBytes = 16 << 20
+)
+
+// Config configures a Server.
+type Config struct {
+	Model     *model.Model         // required
+	Tokenizer *tokenizer.Tokenizer // required
+	Template  *chat.Template       // the chat template; nil means chat.GLM5()
+	// ModelID names the model in /v1/models and in responses; requests
+	// naming another model get 404 (an empty "model" is accepted).
+	ModelID string
+	// Parallel is the number of sequences that decode together, each with
+	// its own KV cache slot; 0 means DefaultParallel.
+	Parallel int
+	// ContextSize is each sequence's number of positions (prompt and
+	// reply); 0 means the smaller of the model's training context and
+	// DefaultContextSize.
+	ContextSize int
+	// QueueSize is the number of requests that may wait for a slot; more
+	// get 503. 0 means DefaultQueueSize.
+	QueueSize int
+	// APIKey, when set, is required as "Authorization: Bearer KEY" on the
+	// /v1/ endpoints (GET /health and GET /metrics stay open, as in vLLM).
+	APIKey string
+	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Stepper runs the decode steps; nil means BatchStepper.
+	Stepper Stepper
+}
+
+// Server is the HTTP API. Create it with New, serve it with net/http (it is
+// an http.Handler) and stop it with Close.
+type Server struct {
+	cfg     Config
+	sched   *scheduler
+	metrics *metrics
+	mux     *http.ServeMux
+	created int64
+	ctxSize int
+
+	// script, when set (tests only), gives the tokens a request emits
+	// instead of sampled ones, from its prompt.
+	script func(prompt []int32) []int32
+}
+
+// New checks cfg and starts the scheduler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil || cfg.Tokenizer == nil {
+		return nil, errors.New("server: Config.Model and Config.Tokenizer are required")
+	}
+	if cfg.Template == nil {
+		cfg.Template = chat.GLM5()
+	}
+	if cfg.ModelID == "" {
+		cfg.ModelID = "glmrun"
+	}
+	if cfg.Parallel < 0 || cfg.ContextSize < 0 || cfg.QueueSize < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("server: negative setting (parallel %d, context %d, queue %d, body limit %d)",
+			cfg.Parallel, cfg.ContextSize, cfg.QueueSize, cfg.MaxBodyBytes)
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = DefaultParallel
+	}
+	if cfg.QueueSize == 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	mc := cfg.Model.Config()
+	if cfg.ContextSize == 0 {
+		cfg.ContextSize = min(mc.ContextLength, DefaultContextSize)
+		if cfg.ContextSize <= 0 {
+			cfg.ContextSize = DefaultContextSize
+		}
+	}
+	if cfg.ContextSize < 2 {
+		return nil, fmt.Errorf("server: context size %d is too small", cfg.ContextSize)
+	}
+	if n, v := mc.VocabSize, cfg.Tokenizer.NumTokens(); n < v {
+		return nil, fmt.Errorf("server: the tokenizer has %d tokens but the model's output only %d", v, n)
+	}
+	if cfg.Stepper == nil {
+		cfg.Stepper = BatchStepper{}
+	}
+	// Allocate one slot now, so that a context too large for memory fails
+	// here rather than on the first request.
+	probe, err := cfg.Model.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize})
+	if err != nil {
+		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
+	}
+	s := &Server{cfg: cfg, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize}
+	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Stepper, s.metrics)
+	s.sched.pool = append(s.sched.pool, probe)
+	s.sched.nSess = 1
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/v1/chat/completions", s.post(s.handleChat))
+	s.mux.HandleFunc("/v1/completions", s.post(s.handleCompletions))
+	s.mux.HandleFunc("/v1/models", s.get(s.handleModels))
+	s.mux.HandleFunc("/v1/models/{id...}", s.get(s.handleModel))
+	s.mux.HandleFunc("/health", s.get(s.handleHealth))
+	s.mux.HandleFunc("/metrics", s.get(s.handleMetrics))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), Code: ptr("not_found")})
+	})
+	go s.sched.run()
+	return s, nil
+}
+
+// ContextSize returns the number of positions of each sequence.
+func (s *Server) ContextSize() int { return s.ctxSize }
+
+// Close stops the scheduler: requests still running or queued end with an
+// error (a stream gets an error event). It does not close listeners; call
+// http.Server.Shutdown first to let running requests finish.
+func (s *Server) Close() error {
+	s.sched.close()
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+	defer func() {
+		path := r.URL.Path
+		if strings.HasPrefix(path, "/v1/models/") {
+			path = "/v1/models/{id}"
+		}
+		switch path {
+		case "/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/{id}", "/health", "/metrics":
+		default:
+			path = "other"
+		}
+		s.metrics.request(path, rec.code)
+	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/") && s.cfg.APIKey != "" && !s.authorized(r) {
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="glmrun"`)
+		writeError(rec, &apiError{status: http.StatusUnauthorized, Type: "invalid_request_error",
+			Message: "invalid or missing API key: send the header Authorization: Bearer <key>", Code: ptr("invalid_api_key")})
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.cfg.APIKey)) == 1
+}
+
+func (s *Server) post(h http.HandlerFunc) http.HandlerFunc { return method(http.MethodPost, h) }
+func (s *Server) get(h http.HandlerFunc) http.HandlerFunc  { return method(http.MethodGet, h) }
+
+func method(m string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m && !(m == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", m)
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+				Message: fmt.Sprintf("%s %s is not allowed; use %s", r.Method, r.URL.Path, m), Code: ptr("method_not_allowed")})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// statusRecorder remembers the status code for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelCard{s.card()}})
+}
+
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	if e := s.checkModel(r.PathValue("id")); e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.card())
+}
+
+func (s *Server) card() modelCard {
+	return modelCard{ID: s.cfg.ModelID, Object: "model", Created: s.created, OwnedBy: "glmrun"}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status":           "ok",
+		"slots":            s.cfg.Parallel,
+		"active_sequences": s.metrics.active.Load(),
+		"queue_depth":      s.metrics.queueDepth.Load(),
+	})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.metrics.write(w, s.cfg.Parallel, s.cfg.QueueSize)
+}
+
+// checkModel accepts an empty name, the model's id, and its file name.
+func (s *Server) checkModel(name string) *apiError {
+	if name == "" || name == s.cfg.ModelID || strings.TrimSuffix(name, ".gguf") == s.cfg.ModelID {
+		return nil
+	}
+	return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Param: ptr("model"),
+		Code:    ptr("model_not_found"),
+		Message: fmt.Sprintf("the model %q does not exist; this server runs %q", name, s.cfg.ModelID)}
+}
+
+// decodeBody reads a JSON request body into v.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+				Code:    ptr("request_too_large"),
+				Message: fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)}
+		}
+		return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Code: ptr("invalid_body"),
+			Message: fmt.Sprintf("reading the request body: %v", err)}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		e := &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Code: ptr("invalid_json"),
+			Message: fmt.Sprintf("the request body is not valid JSON for this endpoint: %v", err)}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			e.Param = ptr(te.Field)
+			e.Code = ptr("invalid_type")
+		}
+		return e
+	}
+	return nil
+}
+
+// marshal encodes v as JSON without HTML escaping ("<think>" stays
+// readable, as OpenAI writes it).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{apiError{Type: "server_error", Message: err.Error()}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, errorBody{*e})
+}
+
+// invalid is a 400 error about the request parameter param.
+func invalid(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Param: ptr(param),
+		Code: ptr("invalid_value"), Message: fmt.Sprintf(format, args...)}
+}
+
+// busy is the 503 answer to a request the queue has no room for.
+func busy() *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: ptr("server_busy"),
+		Message: "the server is busy: every slot is taken and the queue is full; retry later"}
+}
+
+// runError turns a failed generation into an API error.
+func runError(err error) *apiError {
+	if errors.Is(err, errShutdown) {
+		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: ptr("shutting_down"), Message: err.Error()}
+	}
+	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Code: ptr("internal_error"), Message: err.Error()}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// newID returns a random id with the given prefix, as OpenAI's
+// "chatcmpl-..." and "call_...".
+func newID(prefix string) string {
+	return fmt.Sprintf("%s%016x%08x", prefix, rand.Uint64(), rand.Uint32())
+}
