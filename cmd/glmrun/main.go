@@ -39,6 +39,7 @@ var commands = map[string]command{
 	"diff":       {"compare two hidden-state dumps (glmrun or llama.cpp) and name the first divergent tensor", runDiff},
 	"tokenize":   {"print the token ids of a text (special tokens parsed, as llama-tokenize)", runTokenize},
 	"detokenize": {"print the text of token ids", runDetokenize},
+	"serve":      {"serve the model over an OpenAI-compatible HTTP API (continuous batching)", runServe},
 }
 
 // errUsage marks an error caused by bad flags or arguments (exit status 2).

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/server"
+)
+
+// runServe is "glmrun serve": the OpenAI-compatible HTTP server. It runs
+// until SIGINT or SIGTERM, then lets running requests finish (for at most
+// --shutdown-timeout) and exits 0.
+func runServe(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, args, stderr, nil)
+}
+
+// serve runs the server until ctx ends. ready, if set, gets the address
+// it listens on.
+func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+	fs := newFlagSet("serve", stderr)
+	var (
+		modelFlag, host, apiKey, backend, alias string
+		port, parallel, ctxSize, tp, threads    int
+		queue                                   int
+		maxBody                                 int64
+		shutdownTimeout                         time.Duration
+	)
+	fs.StringVar(&modelFlag, "m", "", "model `FILE.gguf`; the first shard of a split model (default: the bundled "+defaultModelRel+")")
+	fs.StringVar(&modelFlag, "model", "", "same as -m `FILE.gguf`")
+	fs.StringVar(&host, "host", "127.0.0.1", "`address` to listen on (loopback by default; 0.0.0.0 for every interface)")
+	fs.IntVar(&port, "port", 8080, "TCP `port` to listen on (0: any free port)")
+	fs.IntVar(&parallel, "parallel", server.DefaultParallel, "sequences that decode together, each with its own KV cache slot (`N`)")
+	fs.IntVar(&parallel, "np", server.DefaultParallel, "same as --parallel `N`")
+	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply (0: the model's training context, at most %d)", server.DefaultContextSize))
+	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
+	fs.IntVar(&queue, "queue", server.DefaultQueueSize, "requests that may wait for a slot before the server answers 503 (`N`)")
+	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")
+	fs.StringVar(&alias, "alias", "", "model `name` in /v1/models and responses (default: the file name without .gguf)")
+	fs.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in `bytes`")
+	fs.StringVar(&backend, "backend", "cpu", "compute `backend`: cpu")
+	fs.IntVar(&tp, "tp", 1, "tensor parallelism: split the model over `N` devices")
+	fs.IntVar(&threads, "t", 0, "worker `threads` per kernel (0: all CPUs)")
+	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
+	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case port < 0 || port > 65535:
+		return fmt.Errorf("%w: --port %d is not a TCP port", errUsage, port)
+	case parallel < 1:
+		return fmt.Errorf("%w: --parallel %d: need at least 1", errUsage, parallel)
+	case ctxSize < 0:
+		return fmt.Errorf("%w: --ctx-size %d is negative", errUsage, ctxSize)
+	case queue < 1:
+		return fmt.Errorf("%w: --queue %d: need at least 1", errUsage, queue)
+	case maxBody < 1:
+		return fmt.Errorf("%w: --max-body %d: need at least 1", errUsage, maxBody)
+	case tp < 1:
+		return fmt.Errorf("%w: --tp %d: need at least 1", errUsage, tp)
+	case threads < 0:
+		return fmt.Errorf("%w: --threads %d is negative", errUsage, threads)
+	}
+	if apiKey == "" {
+		apiKey = os.Getenv("GLMRUN_API_KEY")
+	}
+	path, err := modelPath(modelFlag)
+	if err != nil {
+		return err
+	}
+	if alias == "" {
+		alias = strings.TrimSuffix(filepath.Base(path), ".gguf")
+	}
+
+	start := time.Now()
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		return err
+	}
+	tmpl := chat.GLM5()
+	if src, err := f.String("tokenizer.chat_template"); err == nil {
+		if tmpl, err = chat.Parse(src); err != nil {
+			return fmt.Errorf("%s: tokenizer.chat_template: %w", path, err)
+		}
+	} else {
+		fmt.Fprintf(stderr, "glmrun serve: %s has no chat template; using the built-in GLM-5 format\n", path)
+	}
+	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	srv, err := server.New(server.Config{
+		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
+		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	addr := ln.Addr().String()
+	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens\n",
+		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize())
+	fmt.Fprintf(stderr, "glmrun serve: listening on http://%s (OpenAI API at http://%s/v1)\n", addr, addr)
+	if apiKey == "" && !isLoopback(host) {
+		fmt.Fprintf(stderr, "glmrun serve: warning: listening on %s without --api-key\n", host)
+	}
+	if ready != nil {
+		ready(addr)
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "glmrun serve: shutting down: letting running requests finish (at most %v)\n", shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		fmt.Fprintf(stderr, "glmrun serve: %v: cutting the requests still running\n", err)
+		srv.Close() // their streams end with an error event
+		hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

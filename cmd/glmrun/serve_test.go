@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"port", []string{"--port", "70000"}, 2, "not a TCP port"},
+		{"parallel", []string{"--parallel", "0"}, 2, "--parallel 0"},
+		{"ctx", []string{"--ctx-size", "-1"}, 2, "negative"},
+		{"queue", []string{"--queue", "0"}, 2, "--queue 0"},
+		{"args", []string{"extra"}, 2, "unexpected arguments"},
+		{"unknown flag", []string{"--nope"}, 2, "nope"},
+		{"backend", []string{"--port", "0", "--backend", "tpu"}, 1, "tpu"},
+		{"missing model", []string{"-m", "/nonexistent.gguf"}, 1, "nonexistent.gguf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"serve"}, tc.args...), &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// TestServeGraceful runs the server on the bundled model, checks the API
+// key and a chat request, then stops it (as SIGTERM does) while a stream
+// is running: the stream finishes and serve returns nil (exit 0).
+func TestServeGraceful(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	addrc := make(chan string, 1)
+	errc := make(chan error, 1)
+	var stderr syncBuffer
+	go func() {
+		errc <- serve(ctx, []string{"--port", "0", "--ctx-size", "256", "--parallel", "2", "--api-key", "k3y", "--alias", "mini"},
+			&stderr, func(addr string) { addrc <- addr })
+	}()
+	var base string
+	select {
+	case addr := <-addrc:
+		base = "http://" + addr
+	case err := <-errc:
+		t.Fatalf("serve: %v (%s)", err, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	if !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("listening on %s, want loopback", base)
+	}
+
+	do := func(body string, key string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := do(`{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`, "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", resp.StatusCode)
+	}
+	resp = do(`{"model": "mini", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}`, "k3y")
+	var c struct {
+		Model string `json:"model"`
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != 200 || c.Model != "mini" || c.Usage.CompletionTokens == 0 {
+		t.Fatalf("chat: %d %v %+v", resp.StatusCode, err, c)
+	}
+	resp.Body.Close()
+
+	// A stream in flight when the signal comes finishes.
+	resp = do(`{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 40, "stream": true,
+		"logit_bias": {"956": -100, "963": -100, "965": -100}}`, "k3y")
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("reading the stream after shutdown began: %v", err)
+	}
+	if !strings.Contains(string(rest), `"finish_reason":"length"`) || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Fatalf("the stream did not finish: ...%s", rest[max(0, len(rest)-300):])
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after shutdown")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
