@@ -56,16 +56,22 @@ const gemmBlockBytes = 256 << 10
 // token t goes to out[t*ldo] (an element stride). nb may not be zero.
 type gemmTileFunc func(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// gemmKernel is one implementation of a GemmFunc: tile computes size tokens
-// of one row at a time (nil: none, size 1) and equals dot, the single-row
-// kernel (twin signature: nb whole blocks) that computes the tokens left
-// over.
-type gemmKernel struct {
-	name string
+// gemmStep is a tile kernel and the number of tokens it computes.
+type gemmStep struct {
 	tile gemmTileFunc
 	size int
-	dot  func(x, y []byte, nb int) float32
-	typ  Type
+}
+
+// gemmKernel is one implementation of a GemmFunc: its tile kernels, largest
+// first, each equal to dot, the single-row kernel (twin signature: nb whole
+// blocks) that computes the tokens left over; size is the largest tile (1
+// without tile kernels).
+type gemmKernel struct {
+	name  string
+	steps []gemmStep
+	size  int
+	dot   func(x, y []byte, nb int) float32
+	typ   Type
 }
 
 // gemmShape checks the arguments of a GemmFunc for weight type t and returns
@@ -94,7 +100,7 @@ func gemmShape(t Type, w []byte, ldw int, act []byte, lda int, out []float32, ld
 }
 
 // run is the GemmFunc of k: blocks of weight rows, token tiles over each
-// block, the tokens left over one by one.
+// block (the largest tiles first), the tokens left over one by one.
 func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
 	nb := gemmShape(k.typ, w, ldw, act, lda, out, ldo, rows, m, n)
 	if rows == 0 || m == 0 {
@@ -110,10 +116,10 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	for r0 := 0; r0 < rows; r0 += rb {
 		r1 := min(rows, r0+rb)
 		j := 0
-		if k.tile != nil {
-			for ; j+k.size <= m; j += k.size {
+		for _, s := range k.steps {
+			for ; j+s.size <= m; j += s.size {
 				for r := r0; r < r1; r++ {
-					k.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
+					s.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
 				}
 			}
 		}

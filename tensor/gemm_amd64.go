@@ -2,7 +2,7 @@
 
 package tensor
 
-// The tile kernels: four tokens of one weight row, with the lanes and the
+// The tile kernels: four (x8: eight) tokens of one weight row, with the lanes and the
 // float operations of the single-row kernel of the same instruction set
 // (dotq_amd64.s, dotk_amd64.s, dotk512_amd64.s; kernels in gemmq_amd64.s,
 // gemmk_amd64.s, gemmxs_amd64.s), so that each token's result equals it
@@ -51,20 +51,25 @@ func gemmIQ4NLQ80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmIQ4NLQ80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// gemmTileTokens is the tile of the assembly kernels.
-const gemmTileTokens = 4
+//go:noescape
+func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// gemmTiles lists the tile kernels of each weight type per instruction set;
-// a nil entry runs the single-row kernel of that set per token.
-var gemmTiles = map[Type]struct{ avx2, avx512 gemmTileFunc }{
-	Q8_0:   {gemmQ80Q80AVX2, gemmQ80Q80AVX512},
-	Q4_0:   {gemmQ40Q80AVX2, gemmQ40Q80AVX512},
-	Q5_0:   {gemmQ50Q80AVX2, gemmQ50Q80AVX512},
-	IQ4_NL: {gemmIQ4NLQ80AVX2, gemmIQ4NLQ80AVX512},
-	Q4_K:   {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512},
-	Q5_K:   {gemmQ5KQ8KAVX2, nil},
-	Q6_K:   {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512},
-	IQ4_XS: {gemmIQ4XSQ8KAVX2, nil},
+//go:noescape
+func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
+
+// gemmTiles lists the four-token tile kernels of each weight type per
+// instruction set, and the eight-token ones of AVX-512 (whose 32 vector
+// registers hold eight tokens' accumulators); a type without a tile kernel
+// for a set runs that set's single-row kernel per token.
+var gemmTiles = map[Type]struct{ avx2, avx512, avx512x8 gemmTileFunc }{
+	Q8_0:   {gemmQ80Q80AVX2, gemmQ80Q80AVX512, nil},
+	Q4_0:   {gemmQ40Q80AVX2, gemmQ40Q80AVX512, nil},
+	Q5_0:   {gemmQ50Q80AVX2, gemmQ50Q80AVX512, nil},
+	IQ4_NL: {gemmIQ4NLQ80AVX2, gemmIQ4NLQ80AVX512, nil},
+	Q4_K:   {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512, gemmQ4KQ8KAVX512x8},
+	Q5_K:   {gemmQ5KQ8KAVX2, nil, nil},
+	Q6_K:   {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512, gemmQ6KQ8KAVX512x8},
+	IQ4_XS: {gemmIQ4XSQ8KAVX2, nil, nil},
 }
 
 // gemmImpls returns the implementations of the multi-token product for
@@ -78,21 +83,30 @@ func gemmImpls(t Type) []gemmKernel {
 	tiles := gemmTiles[t]
 	impls := []gemmKernel{{name: "generic", size: 1, dot: k.generic, typ: t}}
 	if dotAVX2 && k.avx2 != nil {
-		impls = append(impls, gemmTier("avx2", tiles.avx2, dotAsm(k.avx2), t))
+		impls = append(impls, gemmTier("avx2", dotAsm(k.avx2), t, gemmStep{tiles.avx2, 4}))
 	}
 	if dotAVX512 && k.avx512 != nil {
-		impls = append(impls, gemmTier("avx512vnni", tiles.avx512, dotAsm(k.avx512), t))
+		impls = append(impls, gemmTier("avx512vnni", dotAsm(k.avx512), t,
+			gemmStep{tiles.avx512x8, 8}, gemmStep{tiles.avx512, 4}))
 	}
 	return impls
 }
 
-// gemmTier builds the implementation of one instruction set: its tile
-// kernel if it has one, else its single-row kernel per token.
-func gemmTier(name string, tile gemmTileFunc, dot func(x, y []byte, nb int) float32, t Type) gemmKernel {
-	if tile == nil {
-		return gemmKernel{name: name + "/rows", size: 1, dot: dot, typ: t}
+// gemmTier builds the implementation of one instruction set from its tile
+// kernels (largest first; nil ones are left out) and its single-row kernel.
+func gemmTier(name string, dot func(x, y []byte, nb int) float32, t Type, steps ...gemmStep) gemmKernel {
+	k := gemmKernel{name: name, size: 1, dot: dot, typ: t}
+	for _, s := range steps {
+		if s.tile != nil {
+			k.steps = append(k.steps, s)
+		}
 	}
-	return gemmKernel{name: name, tile: tile, size: gemmTileTokens, dot: dot, typ: t}
+	if len(k.steps) == 0 {
+		k.name += "/rows"
+	} else {
+		k.size = k.steps[0].size
+	}
+	return k
 }
 
 // gemmBest returns the implementation that pairs with the dot product that

@@ -633,3 +633,229 @@ q6kzloop:
 	RES6Z(Z19)
 	VZEROUPPER
 	RET
+
+// Eight-token tiles, AVX-512: as the four-token ones with the lanes of
+// tokens 0-7 in more registers. Token k's activations are at (B)(I): DI +
+// k·lda from DI, R13 = DI + lda and R10 = 0, R11 = lda, R12 = 3·lda. The
+// products d·dy and dmin·dy are formed with the block's d and dmin
+// broadcast (Z15, X6) instead of extracted from one vector: the same float
+// products.
+
+// ARGS8 loads x to SI, nb to CX and the token addressing registers.
+#define ARGS8 \
+	MOVQ x+0(FP), SI; \
+	MOVQ y+8(FP), DI; \
+	MOVQ lda+16(FP), R11; \
+	MOVQ nb+24(FP), CX; \
+	LEAQ (R11)(R11*2), R12; \
+	LEAQ (DI)(R11*1), R13; \
+	XORQ R10, R10
+
+// NEXT8 advances to the next block of the weight row (xs bytes) and of the
+// activation rows.
+#define NEXT8(xs) \
+	ADDQ $xs, SI; \
+	ADDQ $292, DI; \
+	ADDQ $292, R13
+
+// TOK8Q4 expands M(B, I, k, A, F, p, q) for the eight tokens k of the Q4_K
+// kernel: lanes A, float accumulator F, min accumulator at 16k(SP).
+#define TOK8Q4(M, p, q) \
+	M(DI, R10*1, 0, Z10, Z20, p, q); \
+	M(DI, R11*1, 16, Z11, Z21, p, q); \
+	M(DI, R11*2, 32, Z12, Z22, p, q); \
+	M(DI, R12*1, 48, Z13, Z23, p, q); \
+	M(DI, R11*4, 64, Z16, Z24, p, q); \
+	M(R13, R11*4, 80, Z17, Z25, p, q); \
+	M(DI, R12*2, 96, Z18, Z26, p, q); \
+	M(R13, R12*2, 112, Z19, Z27, p, q)
+
+// T8Q4K adds token (B)(I)'s products with the 64 weights in Z2, weighted by
+// the scale words in Z3, to A (first chunk: OP = VPMADDWD sets them).
+#define T8Q4K(B, I, m, A, F, yoff, OP) \
+	VPMADDUBSW yoff(B)(I), Z2, Z5; \
+	OP         Z3, Z5, A
+
+// E8Q4K ends the block for one token (MINS4 and END4Z of the four-token
+// kernels).
+#define E8Q4K(B, I, m, A, F, p, q) \
+	VMOVDQU      260(B)(I), X0; \
+	VPHADDW      276(B)(I), X0, X0; \
+	VPMADDWD     X9, X0, X0; \
+	VCVTDQ2PS    X0, X0; \
+	VBROADCASTSS 0(B)(I), Z1; \
+	VMULPS       X1, X6, X7; \
+	VMOVUPS      m(SP), X5; \
+	VFMADD231PS  X7, X0, X5; \
+	VMOVUPS      X5, m(SP); \
+	VMULPS       Z1, Z15, Z1; \
+	VCVTDQ2PS    A, A; \
+	VFMADD231PS  Z1, A, F
+
+// R8Q4K stores one token's result (RES4Z).
+#define R8Q4K(B, I, m, A, F, p, q) \
+	VMOVAPS       F, Z0; \
+	VMOVUPS       m(SP), X1; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X2); \
+	VMOVHLPS      X1, X1, X2; \
+	VADDPS        X2, X1, X1; \
+	VMOVSHDUP     X1, X2; \
+	VADDSS        X2, X1, X1; \
+	VSUBSS        X1, X0, X0; \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// CHUNK8 decodes chunk c (32 quant bytes at qoff, scales by mask smem) and
+// multiplies it with the eight tokens' activations at yoff.
+#define CHUNK8(qoff, yoff, smem, OP) \
+	VMOVDQU      qoff(SI), Y2; \
+	VPSRLW       $4, Y2, Y3; \
+	VINSERTI64X4 $1, Y3, Z2, Z2; \
+	VPANDD       Z14, Z2, Z2; \
+	VPSHUFB      smem, Z8, Z3; \
+	TOK8Q4(T8Q4K, yoff, OP)
+
+// func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512x8(SB), NOSPLIT, $128-48
+	ARGS8
+	VPXORD  Z0, Z0, Z0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	VPXORD  Z24, Z24, Z24
+	VPXORD  Z25, Z25, Z25
+	VPXORD  Z26, Z26, Z26
+	VPXORD  Z27, Z27, Z27
+	MOVL    $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+q4k8loop:
+	SCALES6
+	XORQ         R10, R10
+	VMOVQ        R8, X8
+	VPMOVZXBW    X8, X8
+	VSHUFI32X4   $0, Z8, Z8, Z8
+	VMOVQ        R9, X9
+	VPMOVZXBW    X9, X9
+	VMOVD        0(SI), X4
+	VCVTPH2PS    X4, X4
+	VBROADCASTSS X4, Z15
+	VMOVSHDUP    X4, X6
+	VBROADCASTSS X6, X6
+	CHUNK8(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
+	CHUNK8(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
+	CHUNK8(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
+	CHUNK8(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	TOK8Q4(E8Q4K, 0, 0)
+	NEXT8(144)
+	DECQ CX
+	JNZ  q4k8loop
+
+	OUTS
+	TOK8Q4(R8Q4K, 0, 0)
+	VZEROUPPER
+	RET
+
+// TOK8Q6 expands M(B, I, A, F, p) for the eight tokens of the Q6_K kernel:
+// lanes A, float accumulator F.
+#define TOK8Q6(M, p) \
+	M(DI, R10*1, Z16, Z24, p); \
+	M(DI, R11*1, Z17, Z25, p); \
+	M(DI, R11*2, Z18, Z26, p); \
+	M(DI, R12*1, Z19, Z27, p); \
+	M(DI, R11*4, Z20, Z28, p); \
+	M(R13, R11*4, Z21, Z29, p); \
+	M(DI, R12*2, Z22, Z30, p); \
+	M(R13, R12*2, Z23, Z31, p)
+
+// C8Q6K sets a token's lanes to −[32·Σ scale_s·bsums[s], 0] (CORR6Z).
+#define C8Q6K(B, I, A, F, p) \
+	VPMADDWD 260(B)(I), Y15, Y0; \
+	VPSLLD   $5, Y0, Y0; \
+	VPXORD   A, A, A; \
+	VPSUBD   Z0, A, A
+
+// T8Q6K adds a token's products with the weights in Z4, weighted by Z5.
+#define T8Q6K(B, I, A, F, yoff) \
+	VPMADDUBSW yoff(B)(I), Z4, Z3; \
+	VPDPWSSD   Z5, Z3, A
+
+// E8Q6K adds a token's block times d·dy (d in X13) to F (END6Z).
+#define E8Q6K(B, I, A, F, p) \
+	VCVTDQ2PS    A, A; \
+	VMULSS       0(B)(I), X13, X0; \
+	VBROADCASTSS X0, Z0; \
+	VFMADD231PS  Z0, A, F
+
+// R8Q6K stores a token's result (RES6Z).
+#define R8Q6K(B, I, A, F, p) \
+	VMOVAPS       F, Z0; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X1); \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// HALF8Q6 handles half h of the Q6_K block for the eight tokens (HALF6Z).
+#define HALF8Q6(qlo, qho, sco, yo, yo64) \
+	VPMOVSXBW    sco(SI), X9; \
+	VSHUFI32X4   $0, Z9, Z9, Z9; \
+	VMOVDQU64    qlo(SI), Z2; \
+	VMOVDQU      qho(SI), Y10; \
+	VPSRLW       $2, Y10, Y11; \
+	VINSERTI64X4 $1, Y11, Z10, Z10; \
+	VPANDD       Z14, Z2, Z4; \
+	VPANDD       Z12, Z10, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
+	TOK8Q6(T8Q6K, yo); \
+	VPSRLW       $4, Z2, Z4; \
+	VPANDD       Z14, Z4, Z4; \
+	VPSRLW       $4, Z10, Z5; \
+	VPANDD       Z12, Z5, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
+	TOK8Q6(T8Q6K, yo64)
+
+// func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x8(SB), NOSPLIT, $0-48
+	ARGS8
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL   $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6k8loop:
+	VPMOVSXBW 192(SI), Y15
+	TOK8Q6(C8Q6K, 0)
+	HALF8Q6(0, 128, 192, 4, 68)
+	HALF8Q6(64, 160, 200, 132, 196)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X13
+	VCVTPH2PS X13, X13
+	TOK8Q6(E8Q6K, 0)
+	NEXT8(210)
+	DECQ CX
+	JNZ  q6k8loop
+
+	OUTS
+	TOK8Q6(R8Q6K, 0)
+	VZEROUPPER
+	RET
