@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Multi-token dot products: the matrix products of prompt processing.
 //
@@ -89,14 +92,23 @@ func gemmShape(t Type, w []byte, ldw int, act []byte, lda int, out []float32, ld
 	if rows == 0 || m == 0 {
 		return nb
 	}
-	wb := (rows-1)*ldw + nb*t.TypeSize()
-	ab := (m-1)*lda + nb*t.VecDotType().TypeSize()
-	ob := (m-1)*ldo + rows
-	if len(w) < wb || len(act) < ab || len(out) < ob {
+	wb, wok := gemmSpan(rows, ldw, nb*t.TypeSize())
+	ab, aok := gemmSpan(m, lda, nb*t.VecDotType().TypeSize())
+	ob, ook := gemmSpan(m, ldo, rows)
+	if !wok || !aok || !ook || len(w) < wb || len(act) < ab || len(out) < ob {
 		panic(fmt.Sprintf("tensor: %s matrix product of %d rows and %d tokens of %d elements needs %d weight bytes, "+
 			"%d activation bytes and %d outputs, got %d, %d and %d", t, rows, m, n, wb, ab, ob, len(w), len(act), len(out)))
 	}
 	return nb
+}
+
+// gemmSpan returns (count−1)·stride + last, the length that count items of
+// last elements, stride apart, need, and false if it overflows an int.
+func gemmSpan(count, stride, last int) (int, bool) {
+	if stride > 0 && count-1 > (math.MaxInt-last)/stride {
+		return 0, false
+	}
+	return (count-1)*stride + last, true
 }
 
 // run is the GemmFunc of k: blocks of weight rows, token tiles over each

@@ -237,6 +237,7 @@ func TestGemmShapes(t *testing.T) {
 		{"short weights", 287, 292, 2, 144, 292, 2, 2, 1, 256},
 		{"short activations", 144, 583, 2, 144, 292, 1, 1, 2, 256},
 		{"short output", 144, 584, 2, 144, 292, 2, 1, 2, 256},
+		{"overflowing stride", 288, 292, 2, math.MaxInt / 2, 292, 1, 3, 1, 256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
