@@ -180,14 +180,6 @@ lbl: \
 	VPMADDUBSW Y3, Y2, Y2; \
 	VPMADDWD   Y15, Y2, V
 
-// LANESTV is LANEST with AVX-512 VNNI, as the single-row LANESVNNI.
-#define LANESTV(P, k, V) \
-	VMOVDQU  (k*34+2)(P), Y3; \
-	VPSIGNB  (64*k+32)(SP), Y3, Y3; \
-	VMOVDQU  (64*k)(SP), Y2; \
-	VPXOR    V, V, V; \
-	VPDPBUSD Y3, Y2, V
-
 // TOKEN8 adds the terms of token P's eight blocks to its accumulator.
 #define TOKEN8(L, TERM, P, acc) \
 	L(P, 0, Y4); \
@@ -214,8 +206,8 @@ lbl: \
 	VMOVSS  X0, (DX); \
 	ADDQ    BX, DX
 
-// TILE32 is the body of a kernel: W decodes, xs is the weight block size,
-// TERM forms block terms, L computes lane sums; the rest are labels.
+// TILE32 is the body of an AVX2 kernel: W decodes, xs is the weight block
+// size, TERM forms block terms, L computes lane sums; the rest are labels.
 #define TILE32(W, xs, TERM, L, l0, l1, l2, l3, groups, loop, done) \
 	MOVQ    x+0(FP), SI; \
 	MOVQ    y+8(FP), DI; \
@@ -266,13 +258,150 @@ done: \
 	VZEROUPPER; \
 	RET
 
+// AVX-512 VNNI: the eight blocks of a group are paired (k, k+4) in 512-bit
+// registers: |w| in Z16-Z19, the signs of w in K1-K4, dx in Y28. Per token
+// the activation pairs are negated where w < 0 (VPSIGNB's effect; where
+// w = 0 the product is zero either way), multiplied with VPDPBUSD into
+// Z20-Z23 and reduced by an unpack tree to the eight block sums, lane k =
+// block k; dy comes from a gather. The integer sums equal the single-row
+// kernel's and every float operation is the same. Accumulators Y8-Y11.
+
+// gemmDyIdx holds the byte offsets of the eight d of a group of Q8_0 blocks.
+DATA gemmDyIdx<>+0(SB)/8, $0x0000002200000000
+DATA gemmDyIdx<>+8(SB)/8, $0x0000006600000044
+DATA gemmDyIdx<>+16(SB)/8, $0x000000AA00000088
+DATA gemmDyIdx<>+24(SB)/8, $0x000000EE000000CC
+GLOBL gemmDyIdx<>(SB), RODATA|NOPTR, $32
+
+// PAIRZ decodes weight blocks k and k+4 into |w| (ABS) and their signs (K).
+#define PAIRZ(W, xs, k, K, ABS) \
+	W(k*xs); \
+	VMOVDQA      Y2, Y6; \
+	W((k+4)*xs); \
+	VINSERTI64X4 $1, Y2, Z6, Z6; \
+	VPMOVB2M     Z6, K; \
+	VPABSB       Z6, ABS
+
+// DECZ decodes the group of eight weight blocks at SI.
+#define DECZ(W, xs) \
+	PAIRZ(W, xs, 0, K1, Z16); \
+	PAIRZ(W, xs, 1, K2, Z17); \
+	PAIRZ(W, xs, 2, K3, Z18); \
+	PAIRZ(W, xs, 3, K4, Z19); \
+	GATHER16(SI, 0, xs, X2); \
+	VCVTPH2PS X2, Y28
+
+// LANEZ leaves in V the lanes of the block pair (k, k+4) of token P.
+#define LANEZ(P, k, K, ABS, V) \
+	VMOVDQU      (k*34+2)(P), Y3; \
+	VINSERTI64X4 $1, (k*34+138)(P), Z3, Z3; \
+	VPSUBB       Z3, Z31, K, Z3; \
+	VPXORD       V, V, V; \
+	VPDPBUSD     Z3, ABS, V
+
+// TOKZ adds the terms of token P's eight blocks to ACC.
+#define TOKZ(TERM, P, ACC) \
+	LANEZ(P, 0, K1, Z16, Z20); \
+	LANEZ(P, 1, K2, Z17, Z21); \
+	LANEZ(P, 2, K3, Z18, Z22); \
+	LANEZ(P, 3, K4, Z19, Z23); \
+	VPUNPCKLDQ  Z21, Z20, Z24; \
+	VPUNPCKHDQ  Z21, Z20, Z25; \
+	VPADDD      Z25, Z24, Z24; \
+	VPUNPCKLDQ  Z23, Z22, Z26; \
+	VPUNPCKHDQ  Z23, Z22, Z27; \
+	VPADDD      Z27, Z26, Z26; \
+	VPUNPCKLQDQ Z26, Z24, Z25; \
+	VPUNPCKHQDQ Z26, Z24, Z27; \
+	VPADDD      Z27, Z25, Z25; \
+	VSHUFI32X4  $0xB1, Z25, Z25, Z27; \
+	VPADDD      Z27, Z25, Z25; \
+	VSHUFI32X4  $0x08, Z25, Z25, Z25; \
+	KXNORW      K5, K5, K5; \
+	VPGATHERDD  (P)(Y30*1), K5, Y26; \
+	VPMOVDW     Y26, X26; \
+	VCVTPH2PS   X26, Y26; \
+	VMOVAPS     Y28, Y27; \
+	TERM(Y27, Y26, Y25); \
+	VADDPS      Y25, ACC, ACC
+
+// LEADZ runs token P over the BX leading blocks of the row into ACC.
+#define LEADZ(W, xs, TERM, P, ACC, lbl) \
+	MOVQ   x+0(FP), SI; \
+	VXORPS Y0, Y0, Y0; \
+	MOVQ   BX, R8; \
+lbl: \
+	ONET(W, xs, TERM, P); \
+	DECQ   R8; \
+	JNZ    lbl; \
+	VMOVAPS Y0, ACC
+
+// RESZ stores the sum of ACC's lanes at DX and advances DX.
+#define RESZ(ACC) \
+	VMOVAPS ACC, Y0; \
+	HSUM(Y0, X0, X1); \
+	VMOVSS  X0, (DX); \
+	ADDQ    BX, DX
+
+// TILE32Z is the body of an AVX-512 kernel (see TILE32).
+#define TILE32Z(W, xs, TERM, l0, l1, l2, l3, groups, loop, done) \
+	MOVQ    x+0(FP), SI; \
+	MOVQ    y+8(FP), DI; \
+	MOVQ    lda+16(FP), AX; \
+	MOVQ    nb+24(FP), CX; \
+	LEAQ    (DI)(AX*1), R11; \
+	LEAQ    (DI)(AX*2), R12; \
+	LEAQ    (R11)(AX*2), R13; \
+	MOVQ    CX, BX; \
+	ANDQ    $7, BX; \
+	SHRQ    $3, CX; \
+	ONES16(Y15); \
+	VPXORD  Z31, Z31, Z31; \
+	VMOVDQU32 gemmDyIdx<>(SB), Y30; \
+	VXORPS  Y8, Y8, Y8; \
+	VXORPS  Y9, Y9, Y9; \
+	VXORPS  Y10, Y10, Y10; \
+	VXORPS  Y11, Y11, Y11; \
+	TESTQ   BX, BX; \
+	JZ      groups; \
+	LEADZ(W, xs, TERM, DI, Y8, l0); \
+	LEADZ(W, xs, TERM, R11, Y9, l1); \
+	LEADZ(W, xs, TERM, R12, Y10, l2); \
+	LEADZ(W, xs, TERM, R13, Y11, l3); \
+groups: \
+	TESTQ   CX, CX; \
+	JZ      done; \
+loop: \
+	DECZ(W, xs); \
+	TOKZ(TERM, DI, Y8); \
+	TOKZ(TERM, R11, Y9); \
+	TOKZ(TERM, R12, Y10); \
+	TOKZ(TERM, R13, Y11); \
+	ADDQ    $(8*xs), SI; \
+	ADDQ    $272, DI; \
+	ADDQ    $272, R11; \
+	ADDQ    $272, R12; \
+	ADDQ    $272, R13; \
+	DECQ    CX; \
+	JNZ     loop; \
+done: \
+	MOVQ    out+32(FP), DX; \
+	MOVQ    ldo+40(FP), BX; \
+	SHLQ    $2, BX; \
+	RESZ(Y8); \
+	RESZ(Y9); \
+	RESZ(Y10); \
+	RESZ(Y11); \
+	VZEROUPPER; \
+	RET
+
 // func gemmQ80Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ80Q80AVX2(SB), 0, $672-48
 	TILE32(Q80W, 34, SDD, LANEST, q80a, q80b, q80c, q80d, q80g, q80l, q80e)
 
 // func gemmQ80Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ80Q80AVX512(SB), 0, $672-48
-	TILE32(Q80W, 34, SDD, LANESTV, q80va, q80vb, q80vc, q80vd, q80vg, q80vl, q80ve)
+TEXT ·gemmQ80Q80AVX512(SB), NOSPLIT, $0-48
+	TILE32Z(Q80W, 34, SDD, q80va, q80vb, q80vc, q80vd, q80vg, q80vl, q80ve)
 
 // func gemmQ40Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ40Q80AVX2(SB), 0, $672-48
@@ -281,10 +410,10 @@ TEXT ·gemmQ40Q80AVX2(SB), 0, $672-48
 	TILE32(Q40W, 18, SDXDY, LANEST, q40a, q40b, q40c, q40d, q40g, q40l, q40e)
 
 // func gemmQ40Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ40Q80AVX512(SB), 0, $672-48
+TEXT ·gemmQ40Q80AVX512(SB), NOSPLIT, $0-48
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	BCAST8($0x08080808, X13, Y13)
-	TILE32(Q40W, 18, SDXDY, LANESTV, q40va, q40vb, q40vc, q40vd, q40vg, q40vl, q40ve)
+	TILE32Z(Q40W, 18, SDXDY, q40va, q40vb, q40vc, q40vd, q40vg, q40vl, q40ve)
 
 // func gemmQ50Q80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ50Q80AVX2(SB), 0, $672-48
@@ -293,10 +422,10 @@ TEXT ·gemmQ50Q80AVX2(SB), 0, $672-48
 	TILE32(Q50W, 22, SDD, LANEST, q50a, q50b, q50c, q50d, q50g, q50l, q50e)
 
 // func gemmQ50Q80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ50Q80AVX512(SB), 0, $672-48
+TEXT ·gemmQ50Q80AVX512(SB), NOSPLIT, $0-48
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	BCAST8($0xF0F0F0F0, X13, Y13)
-	TILE32(Q50W, 22, SDD, LANESTV, q50va, q50vb, q50vc, q50vd, q50vg, q50vl, q50ve)
+	TILE32Z(Q50W, 22, SDD, q50va, q50vb, q50vc, q50vd, q50vg, q50vl, q50ve)
 
 // func gemmIQ4NLQ80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmIQ4NLQ80AVX2(SB), 0, $672-48
@@ -305,7 +434,7 @@ TEXT ·gemmIQ4NLQ80AVX2(SB), 0, $672-48
 	TILE32(IQNLW, 18, SDD, LANEST, iqnla, iqnlb, iqnlc, iqnld, iqnlg, iqnll, iqnle)
 
 // func gemmIQ4NLQ80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmIQ4NLQ80AVX512(SB), 0, $672-48
+TEXT ·gemmIQ4NLQ80AVX512(SB), NOSPLIT, $0-48
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	VMOVDQU gemmIQ4NLTable<>(SB), Y12
-	TILE32(IQNLW, 18, SDD, LANESTV, iqnlva, iqnlvb, iqnlvc, iqnlvd, iqnlvg, iqnlvl, iqnlve)
+	TILE32Z(IQNLW, 18, SDD, iqnlva, iqnlvb, iqnlvc, iqnlvd, iqnlvg, iqnlvl, iqnlve)
