@@ -10,17 +10,19 @@ import (
 // A GemmFunc multiplies several weight rows with several activation rows.
 // Every output equals, bit for bit, what the DotFunc that DotKernel returns
 // for the same weight type gives for that (row, token) pair: prefill and
-// decode compute the same numbers. The speed comes from the tile kernels in
-// assembly (gemm*_amd64.s), which decode one weight block (nibbles, high
-// bits, sub-block scales) once and multiply it with the blocks of several
-// tokens, keeping each token's integer lanes and float accumulators
-// exactly as the single-row kernel of the same instruction set does; and
-// from the loop order: weight rows are taken in blocks of about
-// gemmBlockBytes, which stay in cache while every token passes over them.
-// Types without a tile kernel run their single-row kernel per token inside
-// the same blocked loops (tile 1). Each call reads whole blocks, allocates
-// nothing and starts no goroutines; threads split rows or tokens among
-// themselves.
+// decode compute the same numbers. The speed comes from two things. Tile
+// kernels in assembly (gemm*_amd64.s) decode one weight block (nibbles,
+// high bits, sub-block scales, signs) once and multiply it with the blocks
+// of several tokens, keeping each token's integer lanes and float
+// accumulators exactly as the single-row kernel of the same instruction set
+// does: four tokens for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
+// IQ4_XS with AVX2, and with AVX-512 where the single-row kernel has that
+// tier, eight for Q4_K and Q6_K there. And the loop order: weight rows are
+// taken in blocks of about gemmBlockBytes, which stay in cache while every
+// token passes over them. Other types (Q4_1, Q5_1, F32, F16, BF16) run
+// their single-row kernel per token inside the same blocked loops (tile 1).
+// A call reads whole blocks, allocates nothing and starts no goroutines;
+// threads split rows or tokens among themselves.
 
 // GemmFunc computes the dot products of rows weight rows with m activation
 // rows, each of n elements:
