@@ -17,9 +17,11 @@ import (
 // accumulators exactly as the single-row kernel of the same instruction set
 // does: four tokens for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
 // IQ4_XS with AVX2, and with AVX-512 where the single-row kernel has that
-// tier, eight for Q4_K and Q6_K there. And the loop order: weight rows are
-// taken in blocks of about gemmBlockBytes, which stay in cache while every
-// token passes over them. Other types (Q4_1, Q5_1, F32, F16, BF16) run
+// tier, eight for Q4_K and Q6_K there. And the loop order: tokens are taken
+// in blocks of about gemmTokenBytes of activations and weight rows in blocks
+// of about gemmRowBytes, so that both stay in the L2 cache while every tile
+// of the token block passes over every row of the row block; each weight
+// row is read from memory once per token block. Other types (Q4_1, Q5_1, F32, F16, BF16) run
 // their single-row kernel per token inside the same blocked loops (tile 1).
 // A call reads whole blocks, allocates nothing and starts no goroutines;
 // threads split rows or tokens among themselves.
@@ -50,11 +52,14 @@ func GemmKernel(t Type) (f GemmFunc, tile int, err error) {
 	return k.run, k.size, nil
 }
 
-// gemmBlockBytes is the size of the block of weight rows that every token
-// tile passes over before the next block is read: about an eighth of the
-// L2 cache of the machines this is tuned on, so that the rows stay cached
-// beside the activations.
-const gemmBlockBytes = 256 << 10
+// gemmRowBytes and gemmTokenBytes are the sizes of the blocks of weight rows
+// and of activation rows that the loops keep in cache together: about an
+// eighth and half of the 2 MiB L2 cache per core of the machines this is
+// tuned on.
+const (
+	gemmRowBytes   = 256 << 10
+	gemmTokenBytes = 1 << 20
+)
 
 // gemmTileFunc computes one weight row (nb blocks at x) against the tile's
 // tokens, whose activation rows start at y, lda bytes apart: the result of
@@ -113,8 +118,9 @@ func gemmSpan(count, stride, last int) (int, bool) {
 	return (count-1)*stride + last, true
 }
 
-// run is the GemmFunc of k: blocks of weight rows, token tiles over each
-// block (the largest tiles first), the tokens left over one by one.
+// run is the GemmFunc of k: blocks of tokens, blocks of weight rows, token
+// tiles (the largest first) over each row of the block, the tokens left
+// over one by one.
 func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
 	nb := gemmShape(k.typ, w, ldw, act, lda, out, ldo, rows, m, n)
 	if rows == 0 || m == 0 {
@@ -126,22 +132,26 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 		}
 		return
 	}
-	rb := max(1, gemmBlockBytes/max(1, ldw))
-	for r0 := 0; r0 < rows; r0 += rb {
-		r1 := min(rows, r0+rb)
-		j := 0
-		for _, s := range k.steps {
-			for ; j+s.size <= m; j += s.size {
-				for r := r0; r < r1; r++ {
-					s.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
+	rb := max(1, gemmRowBytes/max(1, ldw))
+	tb := max(k.size, gemmTokenBytes/max(1, lda)/k.size*k.size)
+	for j0 := 0; j0 < m; j0 += tb {
+		j1 := min(m, j0+tb)
+		for r0 := 0; r0 < rows; r0 += rb {
+			r1 := min(rows, r0+rb)
+			j := j0
+			for _, s := range k.steps {
+				for ; j+s.size <= j1; j += s.size {
+					for r := r0; r < r1; r++ {
+						s.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
+					}
 				}
 			}
-		}
-		for ; j < m; j++ {
-			a := act[j*lda:]
-			o := out[j*ldo:]
-			for r := r0; r < r1; r++ {
-				o[r] = k.dot(w[r*ldw:], a, nb)
+			for ; j < j1; j++ {
+				a := act[j*lda:]
+				o := out[j*ldo:]
+				for r := r0; r < r1; r++ {
+					o[r] = k.dot(w[r*ldw:], a, nb)
+				}
 			}
 		}
 	}

@@ -186,24 +186,30 @@ func TestGemmKernel(t *testing.T) {
 	}
 }
 
-// TestGemmBlocking runs enough rows to span several row blocks of the
-// blocked loop, with a tile and a tail of tokens.
+// TestGemmBlocking runs enough rows and tokens to span several row and
+// token blocks of the blocked loops, with tiles and tails in each token
+// block.
 func TestGemmBlocking(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	for _, wt := range []Type{Q4_K, Q8_0} {
 		g, tile, _ := GemmKernel(wt)
 		d, _ := DotKernel(wt)
 		nb := 4096 / wt.BlockSize()
-		rows := gemmBlockBytes/(nb*wt.TypeSize()) + 7
-		w := dotWeights(wt, nb, &dotFills[0], r)
-		c := &gemmCase{wt: wt, rows: rows, m: tile + 1, nb: nb, bs: wt.BlockSize(),
-			wsize: len(w), asize: nb * wt.VecDotType().TypeSize()}
-		// Rows share their blocks except for the first, so the test stays small.
-		c.ldw, c.lda, c.ldo = 0, c.asize, rows
-		c.w = w
-		c.act = make([]byte, c.m*c.lda)
+		wsize, asize := nb*wt.TypeSize(), nb*wt.VecDotType().TypeSize()
+		rows := gemmRowBytes/wsize + 7
+		// Rows repeat five distinct rows and tokens three (the strides stay
+		// those of real rows), so the test stays small.
+		c := &gemmCase{wt: wt, rows: rows, m: gemmTokenBytes/asize + tile + 3, nb: nb, bs: wt.BlockSize(),
+			wsize: wsize, asize: asize, ldw: wsize, lda: asize, ldo: rows}
+		ws := dotWeights(wt, 5*nb, &dotFills[0], r)
+		c.w = make([]byte, rows*wsize)
+		for i := range rows {
+			copy(c.w[i*wsize:], ws[i%5*wsize:(i%5+1)*wsize])
+		}
+		acts := dotActs(wt, 3*nb, &dotFills[0], r)
+		c.act = make([]byte, c.m*asize)
 		for j := range c.m {
-			copy(c.act[j*c.lda:], dotActs(wt, nb, &dotFills[0], r))
+			copy(c.act[j*asize:], acts[j%3*asize:(j%3+1)*asize])
 		}
 		c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
 	}
