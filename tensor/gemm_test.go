@@ -312,3 +312,31 @@ func BenchmarkGemm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGemmMatrix measures whole matrix products of the reference bench
+// shape (an expert's 2048 → 1536 projection) against 128 tokens, through
+// GemmKernel on one thread: the blocked loops at work. The bytes are the
+// weight bytes.
+func BenchmarkGemmMatrix(b *testing.B) {
+	const rows, m, n = 1536, 128, 2048
+	r := rand.New(rand.NewPCG(49, 50))
+	for _, wt := range []Type{Q4_K, Q6_K, Q8_0} {
+		g, _, err := GemmKernel(wt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		nb := n / wt.BlockSize()
+		w := dotWeights(wt, rows*nb, &dotFills[0], r)
+		act := dotActs(wt, m*nb, &dotFills[0], r)
+		ldw, lda := len(w)/rows, len(act)/m
+		out := make([]float32, m*rows)
+		b.Run(wt.String(), func(b *testing.B) {
+			b.SetBytes(int64(len(w)))
+			b.ReportAllocs()
+			for b.Loop() {
+				g(w, ldw, act, lda, out, rows, rows, m, n)
+			}
+			b.ReportMetric(float64(2*rows*m*n)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "GOPS")
+		})
+	}
+}
