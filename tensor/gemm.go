@@ -21,8 +21,9 @@ import (
 // in blocks of about gemmTokenBytes of activations and weight rows in blocks
 // of about gemmRowBytes, so that both stay in the L2 cache while every tile
 // of the token block passes over every row of the row block; each weight
-// row is read from memory once per token block. Other types (Q4_1, Q5_1, F32, F16, BF16) run
-// their single-row kernel per token inside the same blocked loops (tile 1).
+// row is read from memory once per token block. Other types (Q4_1, Q5_1,
+// F32, F16, BF16) run their single-row kernel per token inside the same
+// blocked loops (tile 1).
 // A call reads whole blocks, allocates nothing and starts no goroutines;
 // threads split rows or tokens among themselves.
 
