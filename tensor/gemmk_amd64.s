@@ -3,10 +3,11 @@
 #include "textflag.h"
 #include "dot_amd64.h"
 
-// Tile kernels of the K-quant matrix products: one Q4_K, Q5_K or Q6_K weight row
-// against the Q8_K activations of four tokens (a0-a3 below: DI, R11, R12,
-// R13). Each weight block is decoded once (nibbles, high bits, sub-block
-// scales and their shuffles) and multiplied with the four tokens' blocks.
+// Tile kernels of the K-quant matrix products: one Q4_K, Q5_K or Q6_K
+// weight row against the Q8_K activations of four tokens (DI, R11, R12,
+// R13), or of eight (the x8 kernels at the end, AVX-512). Each weight block
+// is decoded once (nibbles, high bits, sub-block scales and their
+// shuffles) and multiplied with every token's block.
 // Per token the kernels keep exactly the integer lanes and the float
 // operations of the single-row kernel of the same instruction set
 // (dotk_amd64.s, dotk512_amd64.s): the same elements meet in each int32

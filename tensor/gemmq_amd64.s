@@ -10,11 +10,11 @@
 // time into the low float lane, then groups of eight blocks whose integer
 // sums are reduced to one lane per block and scaled by dx·dy as the twin
 // does, so every result equals that kernel's bit for bit. Each group of
-// eight weight blocks is decoded once into the frame (signed weights and
-// their absolute values) with its eight dx, and every token multiplies its
-// activations with it.
+// eight weight blocks is decoded once, with its eight dx, and every token
+// multiplies its activations with it: into the frame with AVX2 (below),
+// into registers with AVX-512 (TILE32Z further down).
 //
-// Frame: |w| of block k at 64k(SP), w at 64k+32(SP) (k < 8), dx at
+// AVX2 frame: |w| of block k at 64k(SP), w at 64k+32(SP) (k < 8), dx at
 // 512(SP), the tokens' eight-lane float accumulators at 544, 576, 608,
 // 640(SP).
 //
