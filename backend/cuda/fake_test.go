@@ -84,3 +84,16 @@ func fakeLog(t testing.TB) string {
 	reset()
 	return s
 }
+
+// fakeStats returns the fake driver's per-kernel launch counts and
+// simulated seconds.
+func fakeStats(t testing.TB) string {
+	t.Helper()
+	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats func() uintptr
+	purego.RegisterLibFunc(&stats, lib, "fake_stats")
+	return cString(stats())
+}

@@ -14,9 +14,16 @@ func (d *Device) mm(dst, x uint64, w *weight, rows, n, xStride, dstStride, heads
 	if n == 0 {
 		return
 	}
-	d.run("mm_"+mmTypes[w.typ], dim3{uint32(rows), cdiv(n, 4), uint32(heads)}, dim3{128, 1, 1}, 0,
+	d.run("mm_"+mmTypes[w.typ], dim3{uint32(rows), cdiv(n, 4), uint32(heads)}, dim3{mmBlock(w.cols), 1, 1}, 0,
 		dst, w.m.ptr, x, i32(rows), i32(w.cols), i32(n), i32(w.rowBytes), i32(xStride), i32(dstStride),
 		i32(xHeadOff), i32(dstHeadOff), w.scale)
+}
+
+// mmBlock is the block size of a product with rows of cols values: one
+// thread per 32-element chunk, 32 to 128 threads.
+func mmBlock(cols int) uint32 {
+	chunks := (cols + 31) / 32
+	return min(128, max(32, 32*cdiv(chunks, 32)))
 }
 
 // GetRows writes rows ids of w, dequantized, to dst.

@@ -36,11 +36,10 @@ DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, in
 		}
 	}
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
-	for (int t = 0; t < MM_TOKENS; t++) {
-		float s = warp_sum(acc[t]);
-		if (lane == 0)
-			red[warp][t] = s;
-	}
+	warp_sum_n(acc, MM_TOKENS);
+	if (lane == 0)
+		for (int t = 0; t < MM_TOKENS; t++)
+			red[warp][t] = acc[t];
 	__syncthreads();
 	if (threadIdx.x < (unsigned)nt) {
 		int t = threadIdx.x;

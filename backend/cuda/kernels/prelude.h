@@ -36,6 +36,7 @@ struct glm_sim_coords {
 extern "C" glm_sim_coords glm_sim_now;
 extern "C" void glm_sim_syncthreads(void);
 extern "C" float glm_sim_shfl_xor(float v, int mask);
+extern "C" void glm_sim_warp_sum_n(float *v, int k);
 extern "C" void *glm_sim_dynamic_shared(void);
 
 #define threadIdx (glm_sim_now.tid)
@@ -126,11 +127,21 @@ DEV float glm_sqrtf(float x) { return __builtin_sqrtf(x); }
 
 // ---- shared by both builds ------------------------------------------------
 
-// warp_sum returns the sum of v over the 32 lanes of the warp (every lane
-// gets it). Block sizes are multiples of 32.
+// warp_sum_n replaces each of v[0 … k) (k ≤ 8) by its sum over the 32
+// lanes of the warp (every lane gets it). Block sizes are multiples of
+// 32. The simulation computes the same butterflies in one exchange.
+DEV void warp_sum_n(float *v, int k) {
+#if defined(GLM_CPU_SIM)
+	glm_sim_warp_sum_n(v, k);
+#else
+	for (int j = 0; j < k; j++)
+		for (int m = 16; m > 0; m >>= 1)
+			v[j] += shfl_xor(v[j], m);
+#endif
+}
+
 DEV float warp_sum(float v) {
-	for (int m = 16; m > 0; m >>= 1)
-		v += shfl_xor(v, m);
+	warp_sum_n(&v, 1);
 	return v;
 }
 

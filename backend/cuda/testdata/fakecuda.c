@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -82,6 +83,44 @@ void fake_log_reset(void) {
 	pthread_mutex_unlock(&mu);
 }
 long fake_launches(void) { return launches; }
+
+// Simulated time per kernel name.
+static struct {
+	char name[64];
+	long n;
+	double sec;
+} stats[128];
+static int nstats;
+static char statbuf[16384];
+
+static void account(const char *name, double sec) {
+	int i;
+	for (i = 0; i < nstats; i++)
+		if (!strcmp(stats[i].name, name))
+			break;
+	if (i == nstats) {
+		if (nstats == 128)
+			return;
+		snprintf(stats[nstats++].name, sizeof stats[0].name, "%s", name);
+	}
+	stats[i].n++;
+	stats[i].sec += sec;
+}
+
+// fake_stats returns "name launches seconds" lines for the launches so far.
+const char *fake_stats(void) {
+	size_t n = 0;
+	statbuf[0] = 0;
+	for (int i = 0; i < nstats && n < sizeof statbuf - 128; i++)
+		n += (size_t)snprintf(statbuf + n, sizeof statbuf - n, "%s %ld %.3f\n", stats[i].name, stats[i].n, stats[i].sec);
+	return statbuf;
+}
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int ndevices(void) {
 	const char *s = getenv("FAKECUDA_DEVICES");
@@ -480,8 +519,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	if ((unsigned long long)bx * by * bz > 1024 || !gx || !gy || !gz || gy > 65535 || gz > 65535 || shmem > 48 << 10)
 		RET(INVALID_VALUE);
 	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	double t0 = now();
 	int rc = glm_sim_launch(e->name, grid, block, shmem, params, e->nparams, e->sizes, lastSimError,
 	                        sizeof lastSimError);
+	account(e->name, now() - t0);
 	if (rc != 0) {
 		logf_(" sim: %s", lastSimError);
 		RET(rc == 1 ? NOT_FOUND : rc == 2 ? INVALID_VALUE : LAUNCH_FAILED);

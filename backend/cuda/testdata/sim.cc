@@ -34,16 +34,43 @@ enum State { READY, BLOCK_WAIT, WARP_WAIT, DONE };
 
 const size_t stackSize = 256 << 10;
 
+// A fiber switch saves the callee-saved registers on the current stack
+// and swaps stack pointers: on x86-64 a few instructions (swapcontext
+// would make two system calls per switch); elsewhere ucontext.
+#if defined(__x86_64__)
+extern "C" void glm_sim_switch(void **save, void *to);
+asm(".text\n"
+    ".globl glm_sim_switch\n"
+    ".type glm_sim_switch,@function\n"
+    "glm_sim_switch:\n"
+    "\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
+    "\tmovq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n"
+    "\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
+    "\tret\n"
+    ".size glm_sim_switch, .-glm_sim_switch\n");
+struct Context {
+	void *sp = nullptr;
+};
+#else
+struct Context {
+	ucontext_t uc;
+};
+#endif
+
 struct Fiber {
-	ucontext_t ctx;
+	Context ctx;
 	char *stack = nullptr;
 	State state = DONE;
 };
 
 struct Sim {
-	ucontext_t main;
+	Context main;
 	std::vector<Fiber> fibers;
 	std::vector<float> slots; // one shuffle slot per thread
+	std::vector<float> sums;  // warp_sum results, one per thread
+	std::vector<char> summed; // per warp: sums are computed
+	std::vector<int> warpLive, warpWaiting;
+	int live = 0, blockWaiting = 0, nthreads = 0;
 	int cur = 0;
 	unsigned bx = 1, by = 1;
 	const glm_sim_kernel *kernel = nullptr;
@@ -57,76 +84,99 @@ void setCoords(int tid) {
 	glm_sim_now.tid = {tid % sim.bx, (tid / sim.bx) % sim.by, tid / (sim.bx * sim.by)};
 }
 
+// switchTo saves the running context in from and resumes to.
+void switchTo(Context &from, Context &to) {
+#if defined(__x86_64__)
+	glm_sim_switch(&from.sp, to.sp);
+#else
+	swapcontext(&from.uc, &to.uc);
+#endif
+}
+
 void fiberMain() {
 	sim.kernel->run(sim.args);
 	sim.fibers[sim.cur].state = DONE;
-	// returning resumes sim.main through uc_link
+	sim.live--;
+	sim.warpLive[sim.cur / 32]--;
+	Context dead;
+	switchTo(dead, sim.main); // never resumed
+}
+
+// startFiber prepares f to run fiberMain on its own stack.
+void startFiber(Fiber &f) {
+#if defined(__x86_64__)
+	// The stack as glm_sim_switch leaves it: six saved registers, then the
+	// return address fiberMain, then a dummy return address for
+	// fiberMain's own frame (so that its entry sees rsp ≡ 8 mod 16).
+	void **top = (void **)(((unsigned long)(f.stack + stackSize)) & ~15ul);
+	*--top = nullptr;
+	*--top = (void *)fiberMain;
+	for (int i = 0; i < 6; i++)
+		*--top = nullptr;
+	f.ctx.sp = top;
+#else
+	getcontext(&f.ctx.uc);
+	f.ctx.uc.uc_stack.ss_sp = f.stack;
+	f.ctx.uc.uc_stack.ss_size = stackSize;
+	f.ctx.uc.uc_link = nullptr;
+	makecontext(&f.ctx.uc, fiberMain, 0);
+#endif
 }
 
 void yieldTo(State s) {
 	Fiber &f = sim.fibers[sim.cur];
 	f.state = s;
-	swapcontext(&f.ctx, &sim.main);
+	if (s == WARP_WAIT)
+		sim.warpWaiting[sim.cur / 32]++;
+	else if (s == BLOCK_WAIT)
+		sim.blockWaiting++;
+	switchTo(f.ctx, sim.main);
 }
 
 // runBlock runs every thread of the current block to completion; it
 // returns false on a deadlock (threads waiting at different barriers).
 bool runBlock(int n, char *err, size_t errlen) {
+	int warps = (n + 31) / 32;
+	sim.live = n;
+	sim.blockWaiting = 0;
+	sim.warpLive.assign(warps, 0);
+	sim.warpWaiting.assign(warps, 0);
 	for (int i = 0; i < n; i++) {
 		Fiber &f = sim.fibers[i];
 		if (!f.stack)
 			f.stack = (char *)malloc(stackSize);
-		getcontext(&f.ctx);
-		f.ctx.uc_stack.ss_sp = f.stack;
-		f.ctx.uc_stack.ss_size = stackSize;
-		f.ctx.uc_link = &sim.main;
-		makecontext(&f.ctx, fiberMain, 0);
+		startFiber(f);
 		f.state = READY;
+		sim.warpLive[i / 32]++;
 	}
-	int warps = (n + 31) / 32;
 	for (;;) {
-		bool ran = false;
 		for (int i = 0; i < n; i++) {
 			if (sim.fibers[i].state != READY)
 				continue;
 			sim.cur = i;
 			setCoords(i);
-			swapcontext(&sim.main, &sim.fibers[i].ctx);
-			ran = true;
+			switchTo(sim.main, sim.fibers[i].ctx);
 		}
-		if (ran)
-			continue;
 		// Nobody can run: release complete warp barriers, else the block barrier.
-		bool released = false, live = false, allBlock = true;
-		for (int w = 0; w < warps; w++) {
-			bool any = false, all = true;
-			for (int i = 32 * w; i < n && i < 32 * w + 32; i++) {
-				State s = sim.fibers[i].state;
-				if (s == DONE)
-					continue;
-				live = true;
-				if (s == WARP_WAIT)
-					any = true;
-				else
-					all = false;
-				if (s != BLOCK_WAIT)
-					allBlock = false;
-			}
-			if (any && all) {
-				for (int i = 32 * w; i < n && i < 32 * w + 32; i++)
-					if (sim.fibers[i].state == WARP_WAIT)
-						sim.fibers[i].state = READY;
-				released = true;
-			}
-		}
-		if (!live)
+		if (sim.live == 0)
 			return true;
+		bool released = false;
+		for (int w = 0; w < warps; w++) {
+			if (sim.warpWaiting[w] == 0 || sim.warpWaiting[w] != sim.warpLive[w])
+				continue;
+			for (int i = 32 * w; i < n && i < 32 * w + 32; i++)
+				if (sim.fibers[i].state == WARP_WAIT)
+					sim.fibers[i].state = READY;
+			sim.warpWaiting[w] = 0;
+			released = true;
+		}
 		if (released)
 			continue;
-		if (allBlock) {
+		if (sim.blockWaiting == sim.live) {
 			for (int i = 0; i < n; i++)
 				if (sim.fibers[i].state == BLOCK_WAIT)
 					sim.fibers[i].state = READY;
+			sim.blockWaiting = 0;
 			continue;
 		}
 		snprintf(err, errlen, "%s: deadlock: threads wait at different barriers", sim.kernel->name);
@@ -140,12 +190,43 @@ extern "C" void glm_sim_syncthreads(void) { yieldTo(BLOCK_WAIT); }
 
 extern "C" float glm_sim_shfl_xor(float v, int mask) {
 	int i = sim.cur;
-	sim.slots[i] = v;
+	sim.slots[8 * i] = v;
 	yieldTo(WARP_WAIT);
 	int j = (i & ~31) | ((i & 31) ^ (mask & 31));
-	float r = sim.slots[j];
+	float r = sim.slots[8 * j];
 	yieldTo(WARP_WAIT);
 	return r;
+}
+
+// glm_sim_warp_sum_n is warp_sum over k ≤ 8 values per lane in one
+// exchange: every lane publishes its values; the first lane to resume
+// computes the butterfly of the five shfl_xor rounds for the whole warp,
+// adding in the GPU's order.
+extern "C" void glm_sim_warp_sum_n(float *v, int k) {
+	int i = sim.cur, w = i / 32, base = 32 * w, n = (int)sim.fibers.size();
+	for (int j = 0; j < k; j++)
+		sim.slots[8 * i + j] = v[j];
+	yieldTo(WARP_WAIT);
+	if (!sim.summed[w]) {
+		for (int j = 0; j < k; j++) {
+			float x[32], y[32];
+			for (int l = 0; l < 32; l++)
+				x[l] = base + l < sim.nthreads ? sim.slots[8 * (base + l) + j] : 0.0f;
+			for (int m = 16; m > 0; m >>= 1) {
+				for (int l = 0; l < 32; l++)
+					y[l] = x[l] + x[l ^ m];
+				for (int l = 0; l < 32; l++)
+					x[l] = y[l];
+			}
+			for (int l = 0; l < 32 && base + l < n; l++)
+				sim.sums[8 * (base + l) + j] = x[l];
+		}
+		sim.summed[w] = 1;
+	}
+	for (int j = 0; j < k; j++)
+		v[j] = sim.sums[8 * i + j];
+	yieldTo(WARP_WAIT);
+	sim.summed[w] = 0;
 }
 
 extern "C" void *glm_sim_dynamic_shared(void) { return sim.dyn; }
@@ -180,7 +261,10 @@ extern "C" int glm_sim_launch(const char *name, const unsigned grid[3], const un
 	}
 	if (sim.fibers.size() < n)
 		sim.fibers.resize(n);
-	sim.slots.assign(n, 0);
+	sim.slots.assign(8 * n, 0);
+	sim.sums.assign(8 * sim.fibers.size(), 0);
+	sim.nthreads = (int)n;
+	sim.summed.assign((n + 31) / 32, 0);
 	sim.kernel = &k;
 	sim.args = params;
 	sim.bx = block[0];
