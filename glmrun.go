@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	_ "github.com/glmrun/glmrun/backend/cpu" // the CPU backend, registered for model.Load
+	_ "github.com/glmrun/glmrun/backend/cpu"  // the CPU backend, registered for model.Load
+	_ "github.com/glmrun/glmrun/backend/cuda" // the CUDA backend (loads libcuda.so.1 only when chosen)
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
@@ -20,8 +21,9 @@ type Options struct {
 	// ContextSize is the default number of positions of a Session's KV
 	// cache; 0 means the model's training context.
 	ContextSize int
-	// Backend selects the compute backend: "" or "cpu". ("cuda" is not
-	// available yet.)
+	// Backend selects the compute backend: "" or "cpu", or "cuda" (NVIDIA
+	// GPUs through the driver's libcuda.so.1; without one Load fails with
+	// an error wrapping cuda.ErrNoDriver or cuda.ErrNoDevice).
 	Backend string
 	// TensorParallel is the number of devices the weights are split over
 	// (attention heads and experts); 0 and 1 mean one. On the CPU backend
@@ -57,9 +59,6 @@ type Model struct {
 // (chat.GLM5). Close the Model to unmap the file.
 func Load(path string, opts Options) (*Model, error) {
 	start := time.Now()
-	if opts.Backend == "cuda" {
-		return nil, errors.New(`glmrun: backend "cuda" is not available yet; use "cpu"`)
-	}
 	if opts.TensorParallel < 0 {
 		return nil, fmt.Errorf("glmrun: negative tensor parallelism %d", opts.TensorParallel)
 	}

@@ -600,13 +600,16 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing file", missing, Options{}, []string{"missing.gguf"}, nil},
 		{"no tokenizer", noTok, Options{}, []string{"notok.gguf", "no tokenizer"}, tokenizer.ErrNoTokenizer},
-		{"cuda", src, Options{Backend: "cuda"}, []string{`"cuda"`, "not available"}, nil},
+		{"cuda", src, Options{Backend: "cuda"}, []string{"cuda", "no CUDA driver"}, nil},
 		{"unknown backend", src, Options{Backend: "tpu"}, []string{`"tpu"`}, nil},
 		{"tensor parallel not dividing", src, Options{TensorParallel: 3}, []string{"3 devices", "8 attention heads"}, nil},
 		{"negative tensor parallel", src, Options{TensorParallel: -1}, []string{"tensor parallelism -1"}, nil},
 		{"negative context", src, Options{ContextSize: -1}, []string{"context size"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.opts.Backend == "cuda" { // no driver, even on a GPU machine
+				t.Setenv("GLMRUN_LIBCUDA", filepath.Join(dir, "no-libcuda.so.1"))
+			}
 			m, err := Load(c.path, c.opts)
 			if err == nil {
 				m.Close()

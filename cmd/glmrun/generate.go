@@ -68,7 +68,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
 	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens` (0: the model's training context, at most %d)", defaultContext))
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
-	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu (cuda is not available yet)")
+	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
 	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
 	fs.IntVar(&g.n, "n", defaultMaxTokens, "the most `tokens` to generate (-1: until the end of generation or a full context)")
 	fs.IntVar(&g.n, "n-predict", defaultMaxTokens, "same as -n `N`")

@@ -209,9 +209,12 @@ func TestGenerateErrors(t *testing.T) {
 		{"prompt longer than the context", []string{"-p", "1 2 3 4 5 6 7 8 9", "-c", "8"}, 1, []string{"17 tokens", "context size 8"}},
 		{"no tokenizer", []string{"-m", noTok, "-p", "x"}, 1, []string{"notok.gguf", "no tokenizer"}},
 		{"tensor parallel", []string{"-p", "x", "--tp", "3"}, 1, []string{"3 devices"}},
-		{"cuda", []string{"-p", "x", "--backend", "cuda"}, 1, []string{"cuda", "not available"}},
+		{"cuda", []string{"-p", "x", "--backend", "cuda"}, 1, []string{"cuda", "no CUDA driver"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "cuda" { // no driver, even on a GPU machine
+				t.Setenv("GLMRUN_LIBCUDA", filepath.Join(dir, "no-libcuda.so.1"))
+			}
 			code, out, errs := runCLI(t, c.args...)
 			if code != c.code {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, c.code, errs)

@@ -54,7 +54,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")
 	fs.StringVar(&alias, "alias", "", "model `name` in /v1/models and responses (default: the file name without .gguf)")
 	fs.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in `bytes`")
-	fs.StringVar(&backend, "backend", "cpu", "compute `backend`: cpu")
+	fs.StringVar(&backend, "backend", "cpu", "compute `backend`: cpu or cuda")
 	fs.IntVar(&tp, "tp", 1, "tensor parallelism: split the model over `N` devices")
 	fs.IntVar(&threads, "t", 0, "worker `threads` per kernel (0: all CPUs)")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
