@@ -54,10 +54,19 @@ func buildFake() (string, error) {
 	return out, nil
 }
 
+// onGPU reports whether the tests run on the real driver: GLMRUN_CUDA=1
+// (scripts/gpu-check.sh sets it on a GPU machine). Otherwise they run on
+// the fake driver.
+func onGPU() bool { return os.Getenv("GLMRUN_CUDA") == "1" }
+
 // useFake points GLMRUN_LIBCUDA at the fake driver for the test, or
-// skips the test without a C compiler.
+// skips the test without a C compiler. With GLMRUN_CUDA=1 it leaves the
+// real driver in place and returns "".
 func useFake(t testing.TB) string {
 	t.Helper()
+	if onGPU() {
+		return ""
+	}
 	fake.once.Do(func() { fake.path, fake.err = buildFake() })
 	if fake.err != nil {
 		if _, err := exec.LookPath("gcc"); err != nil {
@@ -72,6 +81,9 @@ func useFake(t testing.TB) string {
 // fakeLog returns the fake driver's call log and clears it.
 func fakeLog(t testing.TB) string {
 	t.Helper()
+	if onGPU() {
+		t.Skip("inspects the fake driver's log")
+	}
 	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +101,9 @@ func fakeLog(t testing.TB) string {
 // simulated seconds.
 func fakeStats(t testing.TB) string {
 	t.Helper()
+	if onGPU() {
+		return "(real driver)"
+	}
 	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,18 @@ package cuda
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
+	"math/rand/v2"
+
+	"github.com/glmrun/glmrun/backend"
 	_ "github.com/glmrun/glmrun/backend/cpu" // the reference backend
 	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // goldenRef is the part of a llama.cpp reference run this test reads
@@ -25,76 +32,184 @@ type goldenRef struct {
 	} `json:"greedy"`
 }
 
+// goldenTPs returns the tensor-parallel degrees to run: 1 and 2 on the
+// fake driver (two fake devices); on GPUs 1 and every power of two up to
+// $GLMRUN_CUDA_DEVICES.
+func goldenTPs(t *testing.T) []int {
+	if !onGPU() {
+		t.Setenv("FAKECUDA_DEVICES", "2")
+		return []int{1, 2}
+	}
+	n, _ := strconv.Atoi(os.Getenv("GLMRUN_CUDA_DEVICES"))
+	tps := []int{1}
+	for tp := 2; tp <= n; tp *= 2 {
+		tps = append(tps, tp)
+	}
+	return tps
+}
+
 // TestGoldenForward runs whole golden models through the CUDA backend on
 // the fake driver, every kernel executed by the CPU simulation of the .cu
-// sources: the prompt's logits must match llama.cpp's f32-activation
+// sources (or on GPUs with GLMRUN_CUDA=1), at tensor-parallel degree 1
+// and more: the prompt's logits must match llama.cpp's f32-activation
 // references within 1e-3 (testdata README) and the CPU backend within
 // 1e-4; then a few greedy decode steps through the absorbed path.
 func TestGoldenForward(t *testing.T) {
 	const tolRef, tolCPU = 1e-3, 1e-4
 	models := []string{"glm5-mini.Q8_0", "ds2-mini.Q8_0", "glm5-mini-sparse.Q8_0"}
+	if onGPU() {
+		models = append(models, "glm5-mini.Q4_K_M", "glm5-mini.Q6_K", "ds2-mini.Q4_K_M", "glm5-dense.Q8_0")
+	}
 	steps := 2
 	if testing.Short() {
 		models, steps = models[:1], 1
 	}
 	useFake(t)
+	tps := goldenTPs(t)
 	for _, name := range models {
-		t.Run(name, func(t *testing.T) {
-			var ref goldenRef
-			if err := json.Unmarshal(testmodels.Ref(t, name+".deq-F32.P1"), &ref); err != nil {
+		var ref goldenRef
+		if err := json.Unmarshal(testmodels.Ref(t, name+".deq-F32.P1"), &ref); err != nil {
+			t.Fatal(err)
+		}
+		path := testmodels.Path(t, name)
+		run := func(t *testing.T, backendName string, tp int) (prompt [][]float32, next [][]float32, ok bool) {
+			m, err := model.Load(path, model.Options{Backend: backendName, Threads: 1, TensorParallel: tp})
+			if err != nil {
+				if tp > 1 {
+					t.Skipf("tp %d: %v", tp, err)
+				}
 				t.Fatal(err)
 			}
-			path := testmodels.Path(t, name)
-			run := func(backendName string) (prompt [][]float32, next [][]float32) {
-				m, err := model.Load(path, model.Options{Backend: backendName, Threads: 1})
+			defer m.Close()
+			s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			rows, err := s.Prefill(ref.Prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := 0; k < steps && k < len(ref.Greedy); k++ {
+				row, err := s.Decode(ref.Greedy[k].ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer m.Close()
-				s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
-				if err != nil {
-					t.Fatal(err)
+				next = append(next, row)
+			}
+			return rows, next, true
+		}
+		var cp, cn [][]float32
+		for _, tp := range tps {
+			if tp > 1 && (testing.Short() || (!onGPU() && name != "glm5-mini.Q8_0")) {
+				continue // keep the simulated run short: TP once
+			}
+			t.Run(name+"/tp"+strconv.Itoa(tp), func(t *testing.T) {
+				if cp == nil {
+					cp, cn, _ = run(t, "cpu", 1)
 				}
-				defer s.Close()
-				rows, err := s.Prefill(ref.Prompt)
-				if err != nil {
-					t.Fatal(err)
+				gp, gn, _ := run(t, "cuda", tp)
+				var vsRef, vsCPU, greedy float64
+				for i, row := range gp {
+					vsRef = max(vsRef, maxAbs(row, ref.PromptLogits[i].Logits))
+					vsCPU = max(vsCPU, maxAbs(row, cp[i]))
 				}
-				for k := 0; k < steps && k < len(ref.Greedy); k++ {
-					row, err := s.Decode(ref.Greedy[k].ID)
-					if err != nil {
-						t.Fatal(err)
+				for k, row := range gn {
+					vsCPU = max(vsCPU, maxAbs(row, cn[k]))
+					for _, top := range ref.Greedy[k].Next.Top {
+						greedy = max(greedy, math.Abs(float64(row[int(top[0])])-top[1]))
 					}
-					next = append(next, row)
 				}
-				return rows, next
-			}
-			gp, gn := run("cuda")
-			cp, cn := run("cpu")
-			var vsRef, vsCPU, greedy float64
-			for i, row := range gp {
-				vsRef = max(vsRef, maxAbs(row, ref.PromptLogits[i].Logits))
-				vsCPU = max(vsCPU, maxAbs(row, cp[i]))
-			}
-			for k, row := range gn {
-				vsCPU = max(vsCPU, maxAbs(row, cn[k]))
-				for _, top := range ref.Greedy[k].Next.Top {
-					greedy = max(greedy, math.Abs(float64(row[int(top[0])])-top[1]))
+				if vsRef > tolRef || greedy > tolRef {
+					t.Errorf("CUDA vs llama.cpp: prompt logits %.3g, greedy top-5 %.3g > %g", vsRef, greedy, tolRef)
 				}
-			}
-			if vsRef > tolRef || greedy > tolRef {
-				t.Errorf("CUDA (simulated) vs llama.cpp: prompt logits %.3g, greedy top-5 %.3g > %g", vsRef, greedy, tolRef)
-			}
-			if vsCPU > tolCPU {
-				t.Errorf("CUDA (simulated) vs CPU backend: %.3g > %g", vsCPU, tolCPU)
-			}
-			t.Logf("%d prompt tokens + %d decode steps: max abs logit diff vs llama.cpp %.3g (greedy top-5 %.3g), vs CPU backend %.3g",
-				len(ref.Prompt), len(gn), vsRef, greedy, vsCPU)
-		})
+				if vsCPU > tolCPU {
+					t.Errorf("CUDA vs CPU backend: %.3g > %g", vsCPU, tolCPU)
+				}
+				t.Logf("%s tp %d: %d prompt tokens + %d decode steps: max abs logit diff vs llama.cpp %.3g (greedy top-5 %.3g), vs CPU backend %.3g",
+					name, tp, len(ref.Prompt), len(gn), vsRef, greedy, vsCPU)
+			})
+		}
 	}
 	if testing.Verbose() {
 		t.Logf("simulated kernels (name, launches, seconds):\n%s", fakeStats(t))
 	}
+}
+
+// TestGPUThroughput (GPU only) reports decode tokens/s on glm5-mini and
+// the matrix-vector bandwidth on GLM-5-sized rows.
+func TestGPUThroughput(t *testing.T) {
+	if !onGPU() {
+		t.Skip("GLMRUN_CUDA=1 only: timing the simulation means nothing")
+	}
+	for _, tp := range goldenTPs(t) {
+		m, err := model.Load(testmodels.Path(t, "glm5-mini.Q8_0"), model.Options{Backend: "cuda", TensorParallel: tp})
+		if err != nil {
+			t.Logf("tp %d: %v", tp, err)
+			continue
+		}
+		s, err := m.NewSession(model.SessionOptions{ContextSize: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Prefill([]int32{958, 959, 10, 20, 30}); err != nil {
+			t.Fatal(err)
+		}
+		const steps = 128
+		start := time.Now()
+		tok := int32(40)
+		for i := 0; i < steps; i++ {
+			row, err := s.Decode(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok = int32(argmax(row))
+		}
+		el := time.Since(start)
+		t.Logf("glm5-mini.Q8_0 tp %d: decode %.1f tokens/s (%d steps, %v)", tp, steps/el.Seconds(), steps, el)
+		s.Close()
+		m.Close()
+	}
+	devs := openFake(t, backend.Config{Devices: 1})
+	d := devs[0]
+	p := &pair{t: t, g: d, r: rand.New(rand.NewPCG(1, 2))}
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q8_0, tensor.Q6_K} {
+		const rows, cols = 6144, 6144
+		w, err := d.Upload(p.randMatrix(typ, rows, cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := d.UploadVector("x", p.vec(cols, 0, 1))
+		y, _ := d.Alloc(rows)
+		d.MatMul(y, x, 1, w)
+		if err := d.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		const reps = 200
+		start := time.Now()
+		for i := 0; i < reps; i++ {
+			d.MatMul(y, x, 1, w)
+		}
+		if err := d.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		el := time.Since(start)
+		t.Logf("MatMul %v %dx%d n=1: %.1f GB/s, %.1f µs per launch", typ, rows, cols,
+			float64(w.Bytes())*reps/el.Seconds()/1e9, el.Seconds()/reps*1e6)
+		d.Release(w)
+		d.Free(x)
+		d.Free(y)
+	}
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
 }
 
 func maxAbs(a, b []float32) float64 {
