@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glmrun/glmrun/backend"
 )
@@ -69,7 +70,9 @@ func openFake(t *testing.T, c backend.Config) []*Device {
 // launch reaches the driver with the PTX parameter sizes, and data make
 // the round trip host → device → kernel → host exactly.
 func TestOpenAndLaunch(t *testing.T) {
+	start := time.Now()
 	d := openFake(t, backend.Config{Devices: 1})[0]
+	t.Logf("open and module load (JIT): %v", time.Since(start))
 	t.Logf("%s: %s, compute capability %d.%d", d.Name(), d.DeviceName(), d.g.major, d.g.minor)
 	if onGPU() {
 		t.Logf("JIT info log: %s", d.mod.infoLog)

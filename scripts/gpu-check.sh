@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the one prepared check of the CUDA backend on a machine
+# with NVIDIA GPUs (CI has none; everything else runs there on a fake
+# driver). It prints the devices, then runs backend/cuda's tests on the
+# real driver (GLMRUN_CUDA=1): the binding, every kernel against the CPU
+# backend (max relative error per kernel), the golden models through the
+# CUDA backend at TP=1 and TP=2,4,… up to the GPU count against the CPU
+# backend and llama.cpp's references, decode tokens/s and matvec GB/s;
+# then one CLI generation with --backend cuda. A short summary goes to
+# $OUT/gpu-check-summary.txt (OUT defaults to .gpu-check/out).
+#
+#   scripts/gpu-check.sh          build (when Go is here) and run
+#   scripts/gpu-check.sh build    only build .gpu-check/{cuda.test,glmrun}
+#                                 (CGO_ENABLED=0: they need only libc and
+#                                 libcuda.so.1), e.g. to copy them to a GPU
+#                                 machine without Go
+#
+# GPU_CHECK_TIMEOUT (seconds, default 420) bounds the test run; the whole
+# script stays within about that plus a minute. GPU_CHECK_RUN (a -test.run
+# pattern, default all) narrows the tests, e.g. for a dry run on the fake
+# driver: GLMRUN_LIBCUDA=/path/to/fake/libcuda.so.1 GPU_CHECK_RUN='TestKernels|TestGolden'.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=.gpu-check
+export PATH="$PATH:/usr/local/go/bin"
+
+build() {
+	mkdir -p "$BIN" &&
+		CGO_ENABLED=0 go test -c -o "$BIN/cuda.test" ./backend/cuda &&
+		CGO_ENABLED=0 go build -o "$BIN/glmrun" ./cmd/glmrun
+}
+
+if [ "${1:-}" = build ]; then
+	build
+	exit
+fi
+if command -v go >/dev/null 2>&1; then
+	build || { echo "gpu-check: build failed"; exit 1; }
+fi
+[ -x "$BIN/cuda.test" ] || { echo "gpu-check: no $BIN/cuda.test and no Go to build it (run: scripts/gpu-check.sh build)"; exit 1; }
+
+OUT=${OUT:-$BIN/out}
+mkdir -p "$OUT"
+S=$OUT/gpu-check-summary.txt
+LOG=$OUT/gpu-check-tests.log
+LIMIT=${GPU_CHECK_TIMEOUT:-420}
+{
+	echo "glmrun gpu-check, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+	nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 ||
+		echo "nvidia-smi failed"
+} | tee "$S"
+NDEV=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+echo "GPUs: ${NDEV:-0}" | tee -a "$S"
+
+# The tests read ../../testdata relative to their package directory.
+(
+	cd backend/cuda &&
+		GLMRUN_CUDA=1 GLMRUN_CUDA_DEVICES="${NDEV:-1}" CUDA_CACHE_DISABLE=1 \
+			timeout -k 15 "$LIMIT" "../../$BIN/cuda.test" -test.v -test.count=1 -test.timeout "${LIMIT}s" \
+				-test.run "${GPU_CHECK_RUN:-.}"
+) >"$LOG" 2>&1
+rc=$?
+echo "tests: exit $rc (log: $LOG)" | tee -a "$S"
+# Results: pass/fail lines, device and JIT, per-kernel errors, golden
+# models, throughput.
+grep -E '^(--- |FAIL|PASS|ok|panic)|    --- FAIL|compute capability|JIT|max relative error|^ {10}[A-Za-z].* [0-9.e+-]+$|logit diff|tokens/s|GB/s|Error|error' "$LOG" |
+	grep -v '^=== ' | tee -a "$S"
+
+# The command a user runs.
+echo "CLI: glmrun -m glm5-mini.Q8_0 --backend cuda -n 32" | tee -a "$S"
+start=$(date +%s.%N)
+timeout -k 5 60 "$BIN/glmrun" -m testdata/models/glm5-mini.Q8_0.gguf -p "The capital of France is" -n 32 \
+	--temp 0 --backend cuda >"$OUT/cli.out" 2>"$OUT/cli.err"
+crc=$?
+end=$(date +%s.%N)
+echo "  exit $crc in $(echo "$end - $start" | bc 2>/dev/null || echo '?') s; output: $(head -c 200 "$OUT/cli.out" | tr '\n' ' ')" | tee -a "$S"
+tail -n 3 "$OUT/cli.err" | sed 's/^/  stderr: /' | tee -a "$S"
+[ $rc -eq 0 ] && [ $crc -eq 0 ]
