@@ -209,6 +209,12 @@ type Config struct {
 	Devices int   // number of devices (tensor-parallel degree), ≥ 1
 	Threads int   // CPU worker goroutines per device; 0: the backend's default
 	Memory  int64 // per-device memory budget in bytes; 0: the device's own
+	// Fast selects the backend's fast matrix products where it has a
+	// choice: on the CPU, activations quantized to the weight type's
+	// VecDotType as ggml does, and integer dot products (the numbers of
+	// llama.cpp's quantized path). false keeps float32 activations, the
+	// exact path that the deq-F32 references check.
+	Fast bool
 }
 
 // OpenFunc opens a backend's devices and their collective.

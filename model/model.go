@@ -25,6 +25,13 @@ type Options struct {
 	// backend's default (none on the CPU). Load fails with an error
 	// naming the device when the weights do not fit.
 	DeviceMemory int64
+	// Fast selects the backend's fast matrix products: on the CPU,
+	// activations quantized to each weight type's VecDotType exactly as
+	// ggml does and integer dot products on the quantized weights (the
+	// numbers of llama.cpp's quantized path, within float rounding), and
+	// attention in the absorbed form in prefill too. The zero value keeps
+	// float32 activations (the exact path: the deq-F32 references).
+	Fast bool
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -82,7 +89,7 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory})
+	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast})
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

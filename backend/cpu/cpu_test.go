@@ -19,7 +19,7 @@ func randVec(r *rand.Rand, n int) []float32 {
 }
 
 // quantMatrix stores w (rows × cols) as type t.
-func quantMatrix(t *testing.T, typ tensor.Type, w []float32, rows, cols int) backend.Matrix {
+func quantMatrix(t testing.TB, typ tensor.Type, w []float32, rows, cols int) backend.Matrix {
 	t.Helper()
 	rb, err := typ.RowSize(int64(cols))
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 func init() { backend.Register("cpu", Open) }
 
 // Open returns c.Devices virtual CPU devices, each with its own worker set
-// of c.Threads goroutines and its own memory budget c.Memory (0: none),
+// of c.Threads goroutines (0: DefaultThreads), the fast matrix product when
+// c.Fast is set (see CPU.MatMul) and its own memory budget c.Memory (0: none),
 // and the collective that joins them. Host memory is device memory:
 // uploads keep references and Read/Write are plain copies.
 func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
@@ -23,7 +24,11 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	}
 	devs := make([]backend.Device, c.Devices)
 	for i := range devs {
-		devs[i] = NewDevice(i, c.Threads, c.Memory)
+		if c.Fast {
+			devs[i] = NewFastDevice(i, c.Threads, c.Memory)
+		} else {
+			devs[i] = NewDevice(i, c.Threads, c.Memory)
+		}
 	}
 	return devs, &Collective{n: c.Devices}, nil
 }
@@ -42,10 +47,19 @@ type Device struct {
 	used int64
 }
 
-// NewDevice returns virtual device index with workers goroutines per
-// kernel (0: GOMAXPROCS) and a memory budget in bytes (0: unlimited).
+// NewDevice returns virtual device index with the exact matrix product,
+// workers worker goroutines (0: DefaultThreads) and a memory budget in
+// bytes (0: unlimited).
 func NewDevice(index, workers int, budget int64) *Device {
 	return &Device{index: index, cpu: New(workers), budget: budget}
+}
+
+// NewFastDevice is NewDevice with the fast matrix product: activations
+// quantized as ggml does and integer dot products (see CPU.MatMul). Its
+// attention also takes the absorbed form in prefill, so that every
+// quantized product sees the activations llama.cpp's does.
+func NewFastDevice(index, workers int, budget int64) *Device {
+	return &Device{index: index, cpu: NewFast(workers), budget: budget}
 }
 
 // buf is a CPU Buffer.
@@ -140,7 +154,11 @@ func (d *Device) release(n int64) {
 // bytes against the budget. The type must be one tensor.Dequantize
 // supports.
 func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
-	if err := CheckType(m); err != nil {
+	check := CheckType
+	if d.cpu.fast {
+		check = CheckFastType
+	}
+	if err := check(m); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
 	}
 	if err := d.reserve(int64(len(m.Data)), "weight "+m.Name); err != nil {
@@ -206,11 +224,13 @@ func (d *Device) ReadIDs(dst []int32, src backend.IDs) {
 	}
 }
 
-// Close forgets the memory accounting; the Go heap owns the memory.
+// Close forgets the memory accounting (the Go heap owns the memory) and
+// stops the workers.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	d.used = 0
 	d.mu.Unlock()
+	d.cpu.close()
 	return nil
 }
 

@@ -2,69 +2,250 @@ package cpu
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/tensor"
 )
 
-// CPU runs the parallel kernels with a fixed number of worker goroutines.
-// A CPU has no other state and may be shared.
+// CPU runs the parallel kernels on a persistent pool of worker goroutines
+// (the caller and workers−1 helpers). It has two matrix products: the
+// exact one (float32 activations, each weight row dequantized and dotted
+// with every activation row) and, when made with NewFast, the fast one
+// (activations quantized like ggml's, integer dot products on the
+// quantized weight blocks; see MatMul). A CPU may be shared by several
+// goroutines: its operations run one at a time.
 type CPU struct {
 	workers int
+	fast    bool
+	pool    *pool
+	mu      sync.Mutex // serializes MatMul (act and the task below)
+	act     []byte     // the quantized activations of one MatMul
+	mt      matTask
+	at      attnTask
+	qt      quantTask
+	ws      []workerScratch // per worker; used only inside pool tasks
 }
 
-// New returns a CPU that uses workers goroutines per kernel; workers <= 0
-// means runtime.GOMAXPROCS(0).
-func New(workers int) *CPU {
+// workerScratch holds one worker's buffers, grown on demand.
+type workerScratch struct {
+	row                                 []float32 // a dequantized weight row (exact path)
+	act                                 []byte    // quantized activations (serial products)
+	qh, qabs, oabs, vals, scores, probs []float32 // attention
+}
+
+// New returns a CPU with the exact matrix product and workers workers;
+// workers <= 0 means DefaultThreads().
+func New(workers int) *CPU { return newCPU(workers, false) }
+
+// NewFast returns a CPU with the fast matrix product (see MatMul) and
+// workers workers; workers <= 0 means DefaultThreads().
+func NewFast(workers int) *CPU { return newCPU(workers, true) }
+
+func newCPU(workers int, fast bool) *CPU {
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = DefaultThreads()
 	}
-	return &CPU{workers: workers}
+	c := &CPU{workers: workers, fast: fast, pool: newPool(workers), ws: make([]workerScratch, workers)}
+	stopWith(c, c.pool)
+	return c
 }
 
-// Workers returns the number of worker goroutines.
+// Workers returns the number of workers.
 func (c *CPU) Workers() int { return c.workers }
 
-// serialWork is the number of multiply-adds below which MatMul stays on the
-// calling goroutine.
+// Fast reports whether MatMul quantizes activations.
+func (c *CPU) Fast() bool { return c.fast }
+
+// close stops the helper goroutines; the CPU must not be used after.
+func (c *CPU) close() { c.pool.stop() }
+
+// serialWork is the number of multiply-adds below which the exact MatMul
+// stays on one worker.
 const serialWork = 1 << 16
 
 // MatMul computes dst[t, r] = Σ_i w[r, i] · x[t, i] (times w.Scale when
 // that is non-zero) for n activation rows:
-// x is [n, w.Cols] and dst is [n, w.Rows], both row-major. Each weight row
-// is dequantized once and dotted with all n activation rows.
+// x is [n, w.Cols] and dst is [n, w.Rows], both row-major.
 //
-// The weight's type must be one tensor.Dequantize supports; models check
-// that when they load, so a failure here is a broken invariant and panics.
+// The exact product dequantizes each weight row once and dots it with all
+// n activation rows in float32. The fast product quantizes each activation
+// row once to the weight type's VecDotType (tensor.Type.VecDotType, ggml's
+// pairing: Q8_0, Q8_1 or Q8_K blocks, float32 for F32/F16/BF16 weights)
+// and multiplies it with the weight rows in place with tensor's integer
+// kernels (tensor.GemmKernel), never converting weights. Both split the
+// output rows into blocks that the workers take in turn; the fast
+// product's results do not depend on n or on the split (every output is
+// what tensor.DotKernel gives for its row and token).
+//
+// The weight's type must be one the product supports (CheckType); models
+// check that when they load, so a failure here is a broken invariant and
+// panics.
 func (c *CPU) MatMul(dst, x []float32, n int, w backend.Matrix) {
 	if len(x) < n*w.Cols || len(dst) < n*w.Rows {
 		panic(fmt.Sprintf("cpu: MatMul %s: x has %d values, dst %d; want %d x %d and %d x %d",
 			w.Name, len(x), len(dst), n, w.Cols, n, w.Rows))
 	}
-	workers := c.workers
-	if work := w.Rows * w.Cols * n; work < serialWork || workers < 2 {
-		workers = 1
-	}
-	if workers > w.Rows {
-		workers = w.Rows
-	}
-	if workers == 1 {
-		matMulRows(dst, x, n, w, 0, w.Rows, make([]float32, w.Cols))
+	if n <= 0 {
 		return
 	}
-	var wg sync.WaitGroup
-	chunk := (w.Rows + workers - 1) / workers
-	for lo := 0; lo < w.Rows; lo += chunk {
-		hi := min(lo+chunk, w.Rows)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			matMulRows(dst, x, n, w, lo, hi, make([]float32, w.Cols))
-		}()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &c.mt
+	*t = matTask{c: c, w: w, dst: dst, x: x, n: n}
+	if !c.fast {
+		t.rowsPer = w.Rows
+		if work := w.Rows * w.Cols * n; work >= serialWork && c.workers > 1 {
+			t.rowsPer = (w.Rows + c.workers - 1) / c.workers
+		}
+		c.pool.do(t, (w.Rows+t.rowsPer-1)/t.rowsPer)
+		*t = matTask{}
+		return
 	}
-	wg.Wait()
+	k := kernelOf(w.Type)
+	if k == nil {
+		panic(fmt.Sprintf("cpu: MatMul %s: no fast kernel for %s", w.Name, w.Type))
+	}
+	t.k = k
+	t.act, t.lda = c.quantize(x, n, w.Cols, k.act)
+	t.rowsPer = fastRowsPer(w.Rows, n, c.workers)
+	c.pool.do(t, (w.Rows+t.rowsPer-1)/t.rowsPer)
+	*t = matTask{}
+}
+
+// fastRowsPer returns the rows of one chunk of a fast product: small
+// enough that every worker gets several chunks (the workers balance
+// themselves), large enough that a chunk amortizes taking it.
+func fastRowsPer(rows, n, workers int) int {
+	if workers == 1 {
+		return rows
+	}
+	per := (rows + 4*workers - 1) / (4 * workers)
+	minRows := 16
+	if n == 1 {
+		minRows = 64
+	}
+	per = max(per, minRows)
+	return (per + 15) &^ 15
+}
+
+// quantize converts n rows of cols values of x to type t (the activation
+// type of a fast product) in c.act, using the workers for many rows, and
+// returns the rows and their stride in bytes. Float32 activations are
+// returned in place.
+func (c *CPU) quantize(x []float32, n, cols int, t tensor.Type) ([]byte, int) {
+	if t == tensor.F32 {
+		return tensor.F32Bytes(x[:n*cols]), 4 * cols
+	}
+	rb := rowSize(t, cols)
+	if cap(c.act) < n*rb {
+		c.act = make([]byte, n*rb)
+	}
+	c.act = c.act[:n*rb]
+	q := &c.qt
+	*q = quantTask{t: t, x: x, dst: c.act, cols: cols, rb: rb, per: n}
+	if n >= 8 && c.workers > 1 {
+		q.per = (n + c.workers - 1) / c.workers
+	}
+	c.pool.do(q, (n+q.per-1)/q.per)
+	*q = quantTask{}
+	return c.act, rb
+}
+
+// rowSize returns the bytes of cols values of t (a checked shape).
+func rowSize(t tensor.Type, cols int) int {
+	rb, err := t.RowSize(int64(cols))
+	if err != nil {
+		panic(fmt.Sprintf("cpu: %v", err))
+	}
+	return int(rb)
+}
+
+// quantizeRows writes rows [lo, hi) of x to dst as t, rb bytes a row,
+// with ggml's reference quantizers (tensor.Quantize). (ggml's AVX2 Q8_0
+// quantizer multiplies by 127/amax and rounds ties to even; the
+// glm5-dense references match the reference quantizer, not that one.)
+func quantizeRows(t tensor.Type, dst []byte, x []float32, cols, rb, lo, hi int) {
+	for r := lo; r < hi; r++ {
+		if err := tensor.Quantize(t, x[r*cols:(r+1)*cols], dst[r*rb:(r+1)*rb]); err != nil {
+			panic(fmt.Sprintf("cpu: quantize activations: %v", err))
+		}
+	}
+}
+
+// quantTask quantizes activation rows, per rows a chunk.
+type quantTask struct {
+	t             tensor.Type
+	x             []float32
+	dst           []byte
+	cols, rb, per int
+}
+
+func (q *quantTask) run(_, i int) {
+	lo := i * q.per
+	hi := min(lo+q.per, len(q.dst)/q.rb)
+	quantizeRows(q.t, q.dst, q.x, q.cols, q.rb, lo, hi)
+}
+
+// matTask is one MatMul: chunk i is output rows [i·rowsPer, …).
+type matTask struct {
+	c       *CPU
+	w       backend.Matrix
+	dst, x  []float32
+	n       int
+	rowsPer int
+	// fast product
+	k   *kernel
+	act []byte
+	lda int
+}
+
+func (t *matTask) run(wk, i int) {
+	lo := i * t.rowsPer
+	hi := min(lo+t.rowsPer, t.w.Rows)
+	if t.k == nil {
+		ws := &t.c.ws[wk]
+		ws.row = grow(ws.row, t.w.Cols)
+		matMulRows(t.dst, t.x, t.n, t.w, lo, hi, ws.row)
+		return
+	}
+	gemmRows(t.k, t.dst, t.act, t.lda, t.n, t.w, lo, hi)
+}
+
+// gemmRows computes output rows [lo, hi) of a fast product of the
+// quantized activations act (n rows lda bytes apart).
+func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
+	rb := w.RowBytes
+	k.gemm(w.Data[lo*rb:], rb, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	if w.Scale != 0 {
+		for j := 0; j < n; j++ {
+			Scale(dst[j*w.Rows+lo:j*w.Rows+hi], w.Scale)
+		}
+	}
+}
+
+// matMulSerial is MatMul on the calling worker alone, with ws's buffers:
+// the products inside a parallel task (attention heads).
+func (c *CPU) matMulSerial(ws *workerScratch, dst, x []float32, n int, w backend.Matrix) {
+	if !c.fast {
+		ws.row = grow(ws.row, w.Cols)
+		matMulRows(dst, x, n, w, 0, w.Rows, ws.row)
+		return
+	}
+	k := kernelOf(w.Type)
+	if k == nil {
+		panic(fmt.Sprintf("cpu: MatMul %s: no fast kernel for %s", w.Name, w.Type))
+	}
+	act, lda := tensor.F32Bytes(x[:n*w.Cols]), 4*w.Cols
+	if k.act != tensor.F32 {
+		lda = rowSize(k.act, w.Cols)
+		if cap(ws.act) < n*lda {
+			ws.act = make([]byte, n*lda)
+		}
+		act = ws.act[:n*lda]
+		quantizeRows(k.act, act, x, w.Cols, lda, 0, n)
+	}
+	gemmRows(k, dst, act, lda, n, w, 0, w.Rows)
 }
 
 // matMulRows computes output rows [lo, hi) of MatMul using row as scratch.
@@ -79,6 +260,38 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 			dst[t*w.Rows+r] = v
 		}
 	}
+}
+
+// kernel is the fast product for one weight type.
+type kernel struct {
+	gemm tensor.GemmFunc
+	tile int
+	act  tensor.Type // the activations' type
+}
+
+// kernels holds the fast product of every type that has one, indexed by
+// type id; it is filled once and only read after.
+var kernels = sync.OnceValue(func() []*kernel {
+	var ks []*kernel
+	for id := tensor.Type(0); id < 64; id++ {
+		var k *kernel
+		if id.Known() {
+			if f, tile, err := tensor.GemmKernel(id); err == nil {
+				k = &kernel{gemm: f, tile: tile, act: id.VecDotType()}
+			}
+		}
+		ks = append(ks, k)
+	}
+	return ks
+})
+
+// kernelOf returns the fast product for t, or nil.
+func kernelOf(t tensor.Type) *kernel {
+	ks := kernels()
+	if int(t) >= len(ks) {
+		return nil
+	}
+	return ks[t]
 }
 
 // DequantizeRow writes row r of w, converted to float32, to dst[:w.Cols].
@@ -100,4 +313,24 @@ func Dequantize(dst []float32, w backend.Matrix) {
 // first row. Models call it when they load so that MatMul cannot fail.
 func CheckType(w backend.Matrix) error {
 	return tensor.Dequantize(w.Type, w.Row(0), make([]float32, w.Cols))
+}
+
+// CheckFastType reports whether the fast product supports w: a dot kernel
+// for its type and activation rows its VecDotType can hold.
+func CheckFastType(w backend.Matrix) error {
+	if err := CheckType(w); err != nil {
+		return err
+	}
+	k := kernelOf(w.Type)
+	if k == nil {
+		_, err := tensor.DotKernel(w.Type)
+		if err == nil {
+			err = fmt.Errorf("no matrix product for %s", w.Type)
+		}
+		return err
+	}
+	if _, err := k.act.RowSize(int64(w.Cols)); err != nil {
+		return fmt.Errorf("activations of %d values as %s: %w", w.Cols, k.act, err)
+	}
+	return nil
 }

@@ -73,6 +73,10 @@ func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backen
 	q, lat, kqv, sel := F32(qB), F32(latB), F32(kqvB), Int32(selB)
 	kb, vb := Mat(kbW), Mat(vbW)
 	checkMLA("AttentionPrefill", q, lat, kqv, kb, vb, sel, T, pos0, p)
+	if d.cpu.fast {
+		d.attentionFast(kqv, q, lat, kb, vb, sel, T, pos0, p)
+		return
+	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
 	dq, w, nKV := dn+dr, kr+dr, pos0+T
 	s := d.getScratch()
@@ -131,6 +135,10 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 	q, lat, kqv, sel := F32(qB), F32(latB), F32(kqvB), Int32(selB)
 	kb, vb := Mat(kbW), Mat(vbW)
 	checkMLA("AttentionDecode", q, lat, kqv, kb, vb, sel, T, pos0, p)
+	if d.cpu.fast {
+		d.attentionFast(kqv, q, lat, kb, vb, sel, T, pos0, p)
+		return
+	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
 	dq, w := dn+dr, kr+dr
 	s := d.getScratch()

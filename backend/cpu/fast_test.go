@@ -1,0 +1,160 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// TestFastMatMul: every output of the fast product is, bit for bit, the
+// single-row dot kernel on the weight row and the activation row quantized
+// to the weight type's VecDotType, whatever the number of tokens and
+// workers (so prefill and decode agree exactly); the scale applies.
+func TestFastMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q5_K, tensor.Q8_0, tensor.F32, tensor.F16} {
+		for _, shape := range []struct{ rows, cols, n int }{{7, 256, 1}, {300, 512, 1}, {70, 256, 9}, {33, 768, 4}} {
+			for _, workers := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%s/%dx%d/n%d/w%d", typ, shape.rows, shape.cols, shape.n, workers), func(t *testing.T) {
+					w := quantMatrix(t, typ, randVec(r, shape.rows*shape.cols), shape.rows, shape.cols)
+					w.Scale = 0.5
+					x := randVec(r, shape.n*shape.cols)
+					got := make([]float32, shape.n*shape.rows)
+					NewFast(workers).MatMul(got, x, shape.n, w)
+					act := typ.VecDotType()
+					rb, _ := act.RowSize(int64(shape.cols))
+					q := make([]byte, rb)
+					for j := 0; j < shape.n; j++ {
+						if err := tensor.Quantize(act, x[j*shape.cols:(j+1)*shape.cols], q); err != nil {
+							t.Fatal(err)
+						}
+						for row := 0; row < shape.rows; row++ {
+							want := 0.5 * tensor.DotRow(typ, w.Row(row), q, shape.cols)
+							if g := got[j*shape.rows+row]; g != want {
+								t.Fatalf("token %d row %d: %g, dot kernel %g", j, row, g, want)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFastAttention: the fast device's attention (absorbed form with an
+// online softmax over key tiles, quantized k_b/v_b products) agrees with
+// the exact device's within the error of 8-bit activations, in both
+// forms, with and without a DSA selection, over more keys than one tile.
+func TestFastAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := backend.MLAParams{Heads: 3, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.1, TopK: 40}
+	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
+	vb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.DV*p.KVRank), p.Heads*p.DV, p.KVRank)
+	const T, pos0 = 5, 150
+	w := p.KVRank + p.DRope
+	q := randVec(r, T*p.Heads*(p.DNope+p.DRope))
+	lat := randVec(r, (pos0+T)*w)
+	sel := make([]int32, T*p.TopK)
+	for i := range sel {
+		sel[i] = int32(r.IntN(pos0 + 1))
+	}
+	for _, withSel := range []bool{false, true} {
+		var s ids
+		if withSel {
+			s = ids(sel)
+		}
+		exact, fast := NewDevice(0, 1, 0), NewFastDevice(0, 2, 0)
+		kbE, _ := exact.Upload(kb)
+		vbE, _ := exact.Upload(vb)
+		kbF, _ := fast.Upload(kb)
+		vbF, _ := fast.Upload(vb)
+		want := make(buf, T*p.Heads*p.DV)
+		exact.AttentionDecode(want, buf(q), buf(lat), kbE, vbE, s, T, pos0, p)
+		for _, form := range []string{"prefill", "decode"} {
+			got := make(buf, len(want))
+			if form == "prefill" {
+				fast.AttentionPrefill(got, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
+			} else {
+				fast.AttentionDecode(got, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
+			}
+			var worst, scale float64
+			for i := range want {
+				worst = max(worst, math.Abs(float64(got[i]-want[i])))
+				scale = max(scale, math.Abs(float64(want[i])))
+			}
+			if worst > 0.02*scale {
+				t.Errorf("sel %v %s: max abs diff %.3g vs exact (max %.3g)", withSel, form, worst, scale)
+			}
+		}
+	}
+}
+
+// TestAxpy: the vector kernel equals the plain loop within FMA rounding
+// for lengths around its 8- and 32-element steps.
+func TestAxpy(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 100, 512, 576} {
+		x, y := randVec(r, n), randVec(r, n)
+		want := append([]float32(nil), y...)
+		axpyGeneric(want, 0.37, x)
+		axpy(y, 0.37, x)
+		for i := range y {
+			if d := math.Abs(float64(y[i] - want[i])); d > 1e-6*(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("n=%d i=%d: %g, want %g", n, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// TestPool: every chunk runs exactly once, on workers of the pool, for
+// chunk counts below, at and above the worker count.
+func TestPool(t *testing.T) {
+	p := newPool(3)
+	defer p.stop()
+	for _, chunks := range []int{0, 1, 2, 3, 7, 100} {
+		c := &countTask{hits: make([]int, chunks)}
+		p.do(c, chunks)
+		for i, h := range c.hits {
+			if h != 1 {
+				t.Fatalf("%d chunks: chunk %d ran %d times", chunks, i, h)
+			}
+		}
+	}
+}
+
+type countTask struct{ hits []int }
+
+func (c *countTask) run(w, i int) {
+	if w < 0 || w >= 3 {
+		panic("bad worker")
+	}
+	c.hits[i]++ // chunks are distinct, so no two workers touch one entry
+}
+
+// BenchmarkFastMatMul reports the weight bytes read per second by the
+// fast product for GLM-sized rows: decode (1 token) and prefill (64).
+func BenchmarkFastMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0} {
+		const rows, cols = 2048, 2048
+		w := quantMatrix(b, typ, randVec(r, rows*cols), rows, cols)
+		for _, n := range []int{1, 64} {
+			x := randVec(r, n*cols)
+			dst := make([]float32, n*rows)
+			for _, workers := range []int{1, 2} {
+				c := NewFast(workers)
+				b.Run(fmt.Sprintf("%s/n%d/t%d", typ, n, workers), func(b *testing.B) {
+					b.SetBytes(int64(len(w.Data)))
+					b.ReportAllocs()
+					for b.Loop() {
+						c.MatMul(dst, x, n, w)
+					}
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// keyTile is the number of keys whose scores the fast attention holds at
+// once: the online softmax keeps its memory O(keyTile) per query whatever
+// the context length.
+const keyTile = 64
+
+// attnTask is the fast attention of one call (both forms): chunk h is
+// head h, computed entirely by one worker in the absorbed form of
+// GLM5-MATH 3.3, the form llama.cpp uses for both prefill and decode:
+//
+//	q̃_t = W_UK_hᵀ q_nope_t          (quantized product with attn_k_b)
+//	ô_t = Σ_s softmax_s(τ(q̃_t·c_s + q_pe_t·k_pe_s)) c_s   over t's keys
+//	o_t = W_UV_h ô_t                 (quantized product with attn_v_b)
+//
+// The softmax runs over tiles of keyTile keys with a running maximum and
+// sum (online softmax), so memory stays O(tile) per query; the 512-wide
+// dot products and weighted sums use the vector kernels.
+type attnTask struct {
+	c           *CPU
+	q, lat, kqv []float32
+	kb, vb      backend.Matrix
+	sel         []int32
+	T, pos0     int
+	p           backend.MLAParams
+}
+
+func (a *attnTask) run(wk, h int) {
+	ws := &a.c.ws[wk]
+	p := a.p
+	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
+	dq, T := dn+dr, a.T
+	ws.qh = grow(ws.qh, T*dn)
+	for t := 0; t < T; t++ {
+		copy(ws.qh[t*dn:(t+1)*dn], a.q[(t*H+h)*dq:(t*H+h)*dq+dn])
+	}
+	ws.qabs = grow(ws.qabs, T*kr)
+	a.c.matMulSerial(ws, ws.qabs, ws.qh, T, a.kb.Slice(h*kr, kr))
+	ws.oabs = grow(ws.oabs, T*kr)
+	ws.scores = grow(ws.scores, keyTile)
+	for t := 0; t < T; t++ {
+		keys := selRow(a.sel, t, p.TopK)
+		n := a.pos0 + t + 1
+		if keys != nil {
+			n = len(keys)
+		}
+		qpe := a.q[(t*H+h)*dq+dn : (t*H+h+1)*dq]
+		attendOnline(ws.oabs[t*kr:(t+1)*kr], ws.qabs[t*kr:(t+1)*kr], qpe, a.lat, kr, dr, keys, n, p.Tau, ws.scores)
+	}
+	ws.vals = grow(ws.vals, T*dv)
+	a.c.matMulSerial(ws, ws.vals, ws.oabs, T, a.vb.Slice(h*dv, dv))
+	for t := 0; t < T; t++ {
+		copy(a.kqv[(t*H+h)*dv:(t*H+h+1)*dv], ws.vals[t*dv:(t+1)*dv])
+	}
+}
+
+// attendOnline writes to o [kr] the attention of one query (qabs [kr],
+// qpe [dr]) over n latent rows [c ‖ k_pe] of lat: rows 0 … n−1, or
+// keys[i] when keys is not nil. scores holds keyTile values.
+func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, tau float32, scores []float32) {
+	w := kr + dr
+	clear(o)
+	m := float32(math.Inf(-1))
+	var l float32
+	for k0 := 0; k0 < n; k0 += keyTile {
+		sc := scores[:min(keyTile, n-k0)]
+		tileMax := float32(math.Inf(-1))
+		for i := range sc {
+			s := k0 + i
+			if keys != nil {
+				s = int(keys[s])
+			}
+			row := lat[s*w : (s+1)*w]
+			v := tau * (tensor.DotF32(qabs, row[:kr]) + tensor.DotF32(qpe, row[kr:]))
+			sc[i] = v
+			tileMax = max(tileMax, v)
+		}
+		if tileMax > m {
+			if l > 0 {
+				f := float32(math.Exp(float64(m - tileMax)))
+				Scale(o, f)
+				l *= f
+			}
+			m = tileMax
+		}
+		for i, v := range sc {
+			s := k0 + i
+			if keys != nil {
+				s = int(keys[s])
+			}
+			e := float32(math.Exp(float64(v - m)))
+			l += e
+			axpy(o, e, lat[s*w:s*w+kr])
+		}
+	}
+	Scale(o, 1/l)
+}
+
+// attentionFast runs attnTask over the heads.
+func (d *Device) attentionFast(kqv, q, lat []float32, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
+	c := d.cpu
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &c.at
+	*t = attnTask{c: c, q: q, lat: lat, kqv: kqv, kb: kb, vb: vb, sel: sel, T: T, pos0: pos0, p: p}
+	c.pool.do(t, p.Heads)
+	*t = attnTask{}
+}

@@ -1,0 +1,175 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// loadFast loads a golden model with the fast (quantized-activation)
+// matrix products, split over tp devices.
+func loadFast(t *testing.T, name string, tp int) *Model {
+	t.Helper()
+	m, err := Load(modelPath(t, name), Options{Fast: true, TensorParallel: tp, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// logitDiff returns the max and mean absolute difference over all rows.
+func logitDiff(t *testing.T, got [][]float32, want func(i int) []float32) (maxAbs, meanAbs float64) {
+	t.Helper()
+	var sum float64
+	var n int
+	for i, row := range got {
+		w := want(i)
+		if len(w) != len(row) {
+			t.Fatalf("row %d: %d logits, ref %d", i, len(row), len(w))
+		}
+		for j := range row {
+			d := math.Abs(float64(row[j]) - float64(w[j]))
+			maxAbs = max(maxAbs, d)
+			sum += d
+			n++
+		}
+	}
+	return maxAbs, sum / float64(n)
+}
+
+// fastRuns returns a fast model's logits for prompt through the prefill
+// path (one batch) and the decode path (one token at a time).
+func fastRuns(t *testing.T, m *Model, prompt []int32) (pre, dec [][]float32) {
+	t.Helper()
+	return prefill(t, m, prompt), decodeAll(t, m, prompt)
+}
+
+// TestFastDense: on glm5-dense (all layers dense, the indexer keeps every
+// key: nothing discrete can flip in the model) the fast path reproduces
+// llama.cpp's quantized one-token-at-a-time references (README.shared.md
+// §5.1.7) within 1e-2 max abs on P1, in the prefill and in the decode
+// path (measured ~1e-6; a different activation quantization lands ~0.15
+// away), and decode equals prefill exactly.
+//
+// P2 is held to a looser bound, measured and not understood yet: with the
+// reference quantizers (tensor.Quantize) P2 matches to ~1e-6 up to
+// position 5 (Q8_0) and then jumps to ~0.1, as if one activation block
+// were quantized differently; Q4_K_M matches P2 within 0.009 on the AVX2
+// tier but jumps at position 2 on the AVX-512 tier, whose single-row
+// kernels differ from AVX2 only in float summation order: so these look
+// like near-ties of the activation rounding (x·id within an ulp of .5)
+// decided by float order upstream, which no engine with another summation
+// order can reproduce. The bound below is what such a flip costs (the
+// mean stays 10x below a different quantization's 0.03).
+func TestFastDense(t *testing.T) {
+	const tol = 1e-2
+	lim := map[string]struct{ max, mean float64 }{"P1": {tol, 1e-3}, "P2": {0.2, 0.03}}
+	for _, name := range []string{"glm5-dense.Q8_0", "glm5-dense.Q4_K_M"} {
+		t.Run(name, func(t *testing.T) {
+			m := loadFast(t, name, 1)
+			for _, p := range []string{"P1", "P2"} {
+				ref, ok := readRef(t, name+"."+p+".seq")
+				if !ok {
+					t.Fatalf("no ref %s.%s.seq", name, p)
+				}
+				pre, dec := fastRuns(t, m, ref.Prompt)
+				want := func(i int) []float32 { return ref.PromptLogits[i].Logits }
+				preMax, preMean := logitDiff(t, pre, want)
+				decMax, decMean := logitDiff(t, dec, want)
+				pathMax, _ := logitDiff(t, dec, func(i int) []float32 { return pre[i] })
+				l := lim[p]
+				if preMax > l.max || preMean > l.mean {
+					t.Errorf("%s prefill vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, preMax, preMean, l.max, l.mean)
+				}
+				if decMax > l.max || decMean > l.mean {
+					t.Errorf("%s decode vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, decMax, decMean, l.max, l.mean)
+				}
+				if pathMax != 0 {
+					t.Errorf("%s decode vs prefill: max abs %.3g, want 0 (same kernels, same products)", p, pathMax)
+				}
+				t.Logf("%s: prefill %.2g (mean %.2g), decode %.2g (mean %.2g), decode vs prefill %.2g",
+					p, preMax, preMean, decMax, decMean, pathMax)
+			}
+		})
+	}
+}
+
+// fastVsF32 is README.shared.md §5.1.6: llama.cpp's own quantized path vs
+// its deq-F32 image, max abs and mean abs logit difference for P1 and P2.
+// The fast path may be up to 1.5 times as far from the deq-F32 refs.
+var fastVsF32 = map[string]struct{ max, mean [2]float64 }{
+	"glm5-mini.Q8_0":        {[2]float64{1.17, 3.10}, [2]float64{0.040, 0.054}},
+	"glm5-mini-nextn.Q8_0":  {[2]float64{1.17, 3.10}, [2]float64{0.040, 0.054}},
+	"glm5-mini.Q4_K_M":      {[2]float64{0.20, 1.88}, [2]float64{0.039, 0.078}},
+	"glm5-mini.Q6_K":        {[2]float64{1.68, 3.28}, [2]float64{0.068, 0.138}},
+	"glm5-mini-sparse.Q8_0": {[2]float64{4.76, 4.88}, [2]float64{0.19, 0.31}},
+	"ds2-mini.Q8_0":         {[2]float64{0.20, 0.52}, [2]float64{0.027, 0.031}},
+	"ds2-mini.Q4_K_M":       {[2]float64{0.38, 0.43}, [2]float64{0.042, 0.039}},
+}
+
+// TestFastMoE: on the MoE golden models, where activation quantization
+// flips some expert choices, the fast path is no further from the deq-F32
+// references than 1.5 times llama.cpp's own quantized path (fastVsF32),
+// in max abs and in mean abs, prefill and decode.
+func TestFastMoE(t *testing.T) {
+	const slack = 1.5
+	for _, name := range []string{"glm5-mini.Q8_0", "glm5-mini.Q4_K_M", "glm5-mini.Q6_K",
+		"glm5-mini-sparse.Q8_0", "ds2-mini.Q8_0", "ds2-mini.Q4_K_M"} {
+		t.Run(name, func(t *testing.T) {
+			lim := fastVsF32[name]
+			m := loadFast(t, name, 1)
+			for k, p := range []string{"P1", "P2"} {
+				ref, ok := readRef(t, name+".deq-F32."+p)
+				if !ok {
+					t.Fatalf("no ref %s.deq-F32.%s", name, p)
+				}
+				pre, dec := fastRuns(t, m, ref.Prompt)
+				want := func(i int) []float32 { return ref.PromptLogits[i].Logits }
+				for _, r := range []struct {
+					path string
+					rows [][]float32
+				}{{"prefill", pre}, {"decode", dec}} {
+					mx, mean := logitDiff(t, r.rows, want)
+					if mx > slack*lim.max[k] || mean > slack*lim.mean[k] {
+						t.Errorf("%s %s vs deq-F32: max abs %.3g, mean abs %.3g; limits %.3g, %.3g",
+							p, r.path, mx, mean, slack*lim.max[k], slack*lim.mean[k])
+					}
+					t.Logf("%s %s vs deq-F32: max abs %.3g (llama.cpp %.3g), mean abs %.3g (llama.cpp %.3g)",
+						p, r.path, mx, lim.max[k], mean, lim.mean[k])
+				}
+			}
+		})
+	}
+}
+
+// TestFastTensorParallel: the fast path split over 2, 4 and 8 devices
+// agrees with one device within 1e-4 on glm5-dense.Q8_0 (nothing discrete
+// to flip), prefill and decode. The column shards of attn_output and
+// ffn_down then fall on 32-element block boundaries, so each device
+// quantizes exactly the activation blocks one device would. (On
+// glm5-dense.Q4_K_M a 128-column shard of a 256-element Q4_K block row is
+// converted to F32 by SliceCols, so that shard's product sees float32
+// activations: the difference is then that of activation quantization,
+// ~0.2.)
+func TestFastTensorParallel(t *testing.T) {
+	const tol = 1e-4
+	name := "glm5-dense.Q8_0"
+	ref, ok := readRef(t, name+".P1.seq")
+	if !ok {
+		t.Fatalf("no ref %s.P1.seq", name)
+	}
+	one := loadFast(t, name, 1)
+	wantPre, wantDec := fastRuns(t, one, ref.Prompt)
+	for _, tp := range []int{2, 4, 8} {
+		t.Run(fmt.Sprintf("tp%d", tp), func(t *testing.T) {
+			m := loadFast(t, name, tp)
+			pre, dec := fastRuns(t, m, ref.Prompt)
+			dPre, _ := logitDiff(t, pre, func(i int) []float32 { return wantPre[i] })
+			dDec, _ := logitDiff(t, dec, func(i int) []float32 { return wantDec[i] })
+			if dPre > tol || dDec > tol {
+				t.Errorf("tp %d vs tp 1: prefill %.3g, decode %.3g > %g", tp, dPre, dDec, tol)
+			}
+		})
+	}
+}
