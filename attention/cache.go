@@ -22,6 +22,12 @@ type LatentCache struct {
 	index    []backend.Buffer // [layer] capacity rows of indexDim[layer]; nil without indexer
 	rows     []int            // [layer] capacity in positions
 	indexDim []int
+
+	// Views made when a layer's rows are allocated, so that a decode
+	// step takes its views without making new ones (Slice may allocate):
+	// [layer][p] are positions [0, p+1) and position p alone.
+	latPrefix, latRow [][]backend.Buffer
+	idxPrefix, idxRow [][]backend.Buffer
 }
 
 // NewLatentCache returns an empty cache on dev for layers layers of up to
@@ -36,14 +42,18 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
 	c := &LatentCache{
-		KVRank:   kvRank,
-		DRope:    dRope,
-		Size:     size,
-		Dev:      dev,
-		latent:   make([]backend.Buffer, layers),
-		index:    make([]backend.Buffer, layers),
-		rows:     make([]int, layers),
-		indexDim: make([]int, layers),
+		KVRank:    kvRank,
+		DRope:     dRope,
+		Size:      size,
+		Dev:       dev,
+		latent:    make([]backend.Buffer, layers),
+		index:     make([]backend.Buffer, layers),
+		rows:      make([]int, layers),
+		indexDim:  make([]int, layers),
+		latPrefix: make([][]backend.Buffer, layers),
+		latRow:    make([][]backend.Buffer, layers),
+		idxPrefix: make([][]backend.Buffer, layers),
+		idxRow:    make([][]backend.Buffer, layers),
 	}
 	copy(c.indexDim, indexDims)
 	return c, nil
@@ -84,7 +94,22 @@ func (c *LatentCache) grow(l, n int) error {
 		c.index[l] = idx
 	}
 	c.rows[l] = rows
+	c.latPrefix[l], c.latRow[l] = views(c.latent[l], rows, c.Width(), c.latPrefix[l], c.latRow[l])
+	if d := c.indexDim[l]; d > 0 {
+		c.idxPrefix[l], c.idxRow[l] = views(c.index[l], rows, d, c.idxPrefix[l], c.idxRow[l])
+	}
 	return nil
+}
+
+// views returns the prefix and single-row views of rows rows of width w
+// of b, reusing the slices prefix and row.
+func views(b backend.Buffer, rows, w int, prefix, row []backend.Buffer) ([]backend.Buffer, []backend.Buffer) {
+	prefix, row = prefix[:0], row[:0]
+	for p := range rows {
+		prefix = append(prefix, b.Slice(0, (p+1)*w))
+		row = append(row, b.Slice(p*w, w))
+	}
+	return prefix, row
 }
 
 // regrow returns a buffer of n values holding the first old values of b,
@@ -104,8 +129,21 @@ func regrow(dev backend.Device, b backend.Buffer, old, n int) (backend.Buffer, e
 }
 
 // Latent returns the cached rows [c | k_pe] of layer l for positions
-// [0, n), n·Width() values.
-func (c *LatentCache) Latent(l, n int) backend.Buffer { return c.latent[l].Slice(0, n*c.Width()) }
+// [0, n), n·Width() values (n ≥ 1, within what grow made room for).
+func (c *LatentCache) Latent(l, n int) backend.Buffer {
+	if n == 0 {
+		return c.latent[l].Slice(0, 0)
+	}
+	return c.latPrefix[l][n-1]
+}
+
+// latentRows returns the rows of layer l for positions [p, p+T).
+func (c *LatentCache) latentRows(l, p, T int) backend.Buffer {
+	if T == 1 {
+		return c.latRow[l][p]
+	}
+	return c.latent[l].Slice(p*c.Width(), T*c.Width())
+}
 
 // IndexKeys returns the cached indexer keys of layer l for positions
 // [0, n), or nil if the layer has no indexer.
@@ -113,7 +151,18 @@ func (c *LatentCache) IndexKeys(l, n int) backend.Buffer {
 	if c.indexDim[l] == 0 {
 		return nil
 	}
-	return c.index[l].Slice(0, n*c.indexDim[l])
+	if n == 0 {
+		return c.index[l].Slice(0, 0)
+	}
+	return c.idxPrefix[l][n-1]
+}
+
+// indexRows returns the indexer keys of layer l for positions [p, p+T).
+func (c *LatentCache) indexRows(l, p, T int) backend.Buffer {
+	if T == 1 {
+		return c.idxRow[l][p]
+	}
+	return c.index[l].Slice(p*c.indexDim[l], T*c.indexDim[l])
 }
 
 // Free returns the cache's memory to the device; the cache is empty after.
@@ -128,5 +177,6 @@ func (c *LatentCache) Free() {
 			c.index[l] = nil
 		}
 		c.rows[l] = 0
+		c.latPrefix[l], c.latRow[l], c.idxPrefix[l], c.idxRow[l] = nil, nil, nil, nil
 	}
 }

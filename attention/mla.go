@@ -256,7 +256,7 @@ func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s 
 		return err
 	}
 	lat := cache.Latent(a.Layer, nKV)
-	rows := lat.Slice(pos0*wd, T*wd)
+	rows := cache.latentRows(a.Layer, pos0, T)
 	dev.Copy(rows, kva)
 	dev.RMSNorm(rows, rows, T, wd, w.KVANorm, c.RMSEps)
 	dev.Rope(rows, T, 1, wd, kr, pos0, c.Rope)
@@ -304,7 +304,7 @@ func (a *MLA) index(x, cq backend.Buffer, T, pos0 int, cache *LatentCache, s *Sc
 	}
 	dev.MatMul(ik, x, T, iw.K)
 	keys := cache.IndexKeys(a.Layer, nKV)
-	rows := keys.Slice(pos0*Id, T*Id)
+	rows := cache.indexRows(a.Layer, pos0, T)
 	dev.LayerNorm(rows, ik, T, Id, iw.KNormW, iw.KNormB, c.IndexEps)
 	dev.Rope(rows, T, 1, Id, 0, pos0, c.IndexRope)
 	if nKV <= c.IndexTopK {

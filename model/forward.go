@@ -45,7 +45,10 @@ func (g *getter) ids(s *backend.ScratchIDs, n int) backend.IDs {
 // after which the residual stream is identical everywhere. Operations are
 // issued device by device, phase by phase; the devices run them
 // asynchronously, and one Sync per device ends the step.
-func (s *Session) forward(tokens []int32, form attention.Form) ([]float32, error) {
+//
+// The logits go to out when it holds T·V values (a decode step then
+// allocates nothing), else to a new slice.
+func (s *Session) forward(tokens []int32, form attention.Form, out []float32) ([]float32, error) {
 	if err := s.check(tokens); err != nil {
 		return nil, err
 	}
@@ -54,7 +57,11 @@ func (s *Session) forward(tokens []int32, form attention.Form) ([]float32, error
 	}
 	c := &s.m.cfg
 	T, E, pos0 := len(tokens), c.Embd, s.pos
-	steps := make([]step, len(s.shards))
+	if len(s.steps) != len(s.shards) {
+		s.steps = make([]step, len(s.shards))
+		s.parts = make([]backend.Buffer, len(s.shards))
+	}
+	steps := s.steps
 	var g getter
 	for d, ss := range s.shards {
 		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
@@ -64,11 +71,10 @@ func (s *Session) forward(tokens []int32, form attention.Form) ([]float32, error
 	}
 	sh0, st0 := s.shards[0], &steps[0]
 	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
-		b := make([]backend.Buffer, len(steps))
 		for d := range steps {
-			b[d] = f(&steps[d])
+			s.parts[d] = f(&steps[d])
 		}
-		return b
+		return s.parts
 	}
 
 	// Token embedding on device 0, broadcast to the others.
@@ -132,7 +138,10 @@ func (s *Session) forward(tokens []int32, form attention.Form) ([]float32, error
 		return nil, g.err
 	}
 	sh0.dev.MatMul(lb, st0.x, T, sh0.sh.output)
-	logits := make([]float32, T*c.VocabSize)
+	logits := out
+	if len(logits) != T*c.VocabSize {
+		logits = make([]float32, T*c.VocabSize)
+	}
 	sh0.dev.Read(logits, lb)
 	s.emitHost(-1, "result_output", logits, T, c.VocabSize)
 	for _, ss := range s.shards {
@@ -208,7 +217,7 @@ func (s *Session) moe(l, T int, steps []step) error {
 	if s.m.w.Layers[l].MoE.Shared == nil {
 		return nil
 	}
-	tmp := make([]backend.Buffer, len(s.shards))
+	tmp := s.parts
 	for d, ss := range s.shards {
 		if tmp[d] = g.get(&ss.tmp, T*E); g.err != nil {
 			return g.err

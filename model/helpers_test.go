@@ -10,7 +10,7 @@ import (
 
 // modelPath returns the path of a golden model: shipped in testdata/models
 // or derived (sparse, nextn) by testmodels.
-func modelPath(t *testing.T, name string) string {
+func modelPath(t testing.TB, name string) string {
 	t.Helper()
 	return testmodels.Path(t, name)
 }

@@ -31,10 +31,11 @@ type IDHook func(name string, layer int, shape []int, ids []int32)
 
 // emit calls the hook, if any, for layer (−1: global) and node with the
 // contents of b on ss's device.
-func (s *Session) emit(layer int, node string, ss *sessionShard, b backend.Buffer, shape ...int) {
+func (s *Session) emit(layer int, node string, ss *sessionShard, b backend.Buffer, rows, cols int) {
 	if s.opts.Hook == nil {
 		return
 	}
+	shape := []int{rows, cols}
 	v := grow(s.host.a, b.Len())
 	s.host.a = v
 	ss.dev.Read(v, b)
@@ -42,17 +43,19 @@ func (s *Session) emit(layer int, node string, ss *sessionShard, b backend.Buffe
 }
 
 // emitHost calls the hook, if any, with host data.
-func (s *Session) emitHost(layer int, node string, data []float32, shape ...int) {
+func (s *Session) emitHost(layer int, node string, data []float32, rows, cols int) {
 	if s.opts.Hook == nil {
 		return
 	}
+	shape := []int{rows, cols}
 	s.opts.Hook(nodeName(layer, node), layer, shape, data)
 }
 
-func (s *Session) emitIDs(layer int, node string, ids []int32, shape ...int) {
+func (s *Session) emitIDs(layer int, node string, ids []int32, rows, cols int) {
 	if s.opts.IDHook == nil {
 		return
 	}
+	shape := []int{rows, cols}
 	s.opts.IDHook(nodeName(layer, node), layer, shape, ids)
 }
 

@@ -26,6 +26,9 @@ type Session struct {
 	pos    int
 	shards []*sessionShard
 	host   hostState
+	steps  []step           // per device, reused by every forward call
+	parts  []backend.Buffer // per device, for collectives
+	tok    [1]int32
 }
 
 // sessionShard is a Session's state on one device.
@@ -126,7 +129,7 @@ func (s *Session) Reset() {
 // (decompressed) form of attention, appending them to the sequence, and
 // returns the logits after each token ([len(tokens)][vocab]).
 func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
-	logits, err := s.forward(tokens, attention.Prefill)
+	logits, err := s.forward(tokens, attention.Prefill, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +144,20 @@ func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
 // Decode runs one token through the decode (absorbed) form of attention,
 // appends it to the sequence and returns the logits after it.
 func (s *Session) Decode(token int32) ([]float32, error) {
-	return s.forward([]int32{token}, attention.Decode)
+	s.tok[0] = token
+	return s.forward(s.tok[:], attention.Decode, nil)
+}
+
+// DecodeInto is Decode writing the logits to dst (len(dst) must be the
+// vocabulary size). Without hooks, on the CPU backend in steady state, it
+// allocates nothing.
+func (s *Session) DecodeInto(dst []float32, token int32) error {
+	if len(dst) != s.m.cfg.VocabSize {
+		return fmt.Errorf("model: DecodeInto: %d logits, want the vocabulary size %d", len(dst), s.m.cfg.VocabSize)
+	}
+	s.tok[0] = token
+	_, err := s.forward(s.tok[:], attention.Decode, dst)
+	return err
 }
 
 // check validates a batch of tokens against the vocabulary and context.

@@ -283,7 +283,10 @@ func (d *Device) LayerNorm(dst, x backend.Buffer, rows, stride int, w, b backend
 // Rope rotates heads of rows of x.
 func (d *Device) Rope(x backend.Buffer, rows, heads, stride, off, pos0 int, r backend.Rope) {
 	v := F32(x)
-	tab := make([]float32, r.Dims)
+	sc := d.getScratch()
+	defer d.putScratch(sc)
+	sc.rope = grow(sc.rope, r.Dims)
+	tab := sc.rope
 	for t := 0; t < rows; t++ {
 		RopeTable(tab, &r, pos0+t)
 		for h := 0; h < heads; h++ {

@@ -15,6 +15,7 @@ type scratch struct {
 	slotOut, in, out, gate, up   []float32
 	slots                        []int
 	local                        []bool
+	rope                         []float32
 }
 
 func grow(s []float32, n int) []float32 {
