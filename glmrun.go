@@ -15,8 +15,8 @@ import (
 
 // Options configure Load.
 type Options struct {
-	// Threads is the number of worker goroutines per kernel; 0 means
-	// runtime.GOMAXPROCS(0).
+	// Threads is the number of worker goroutines per device; 0 means the
+	// backend's default (on the CPU, the number of physical cores).
 	Threads int
 	// ContextSize is the default number of positions of a Session's KV
 	// cache; 0 means the model's training context.
@@ -29,6 +29,12 @@ type Options struct {
 	// (attention heads and experts); 0 and 1 mean one. On the CPU backend
 	// the devices are virtual, each with its own workers.
 	TensorParallel int
+	// Exact selects float32 activations for every matrix product (the
+	// path that reproduces llama.cpp's deq-F32 references to ~1e-5). By
+	// default Load uses the backend's fast products: on the CPU,
+	// activations quantized as ggml does and integer dot products on the
+	// quantized weights, the numbers of llama.cpp's own CPU path.
+	Exact bool
 	// Progress, when set, makes Load read the weights once from the file
 	// (paging the memory map in, so the first tokens do not wait on the
 	// disk) and report the bytes read so far against the total.
@@ -105,6 +111,7 @@ func (m *Model) load() error {
 		Threads:        m.opts.Threads,
 		Backend:        m.opts.Backend,
 		TensorParallel: m.opts.TensorParallel,
+		Fast:           !m.opts.Exact,
 	})
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)

@@ -63,7 +63,7 @@ func testModel(t testing.TB, name string) *Model {
 	if m, ok := models.m[name]; ok {
 		return m
 	}
-	m, err := Load(testmodels.Path(t, name), Options{ContextSize: 64})
+	m, err := Load(testmodels.Path(t, name), Options{ContextSize: 64, Exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestGreedyGolden(t *testing.T) {
 func TestTensorParallel(t *testing.T) {
 	ref := loadRef(t, mini)
 	for _, tp := range []int{2, 4} {
-		m, err := Load(testmodels.Path(t, mini), Options{TensorParallel: tp, ContextSize: 64})
+		m, err := Load(testmodels.Path(t, mini), Options{TensorParallel: tp, ContextSize: 64, Exact: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,6 +52,7 @@ type genFlags struct {
 	ignoreEOS    bool
 	special      bool
 	logprobs     int
+	exact        bool
 }
 
 // stringList is a repeatable string flag.
@@ -64,7 +65,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.model, "m", "", "model `FILE.gguf`; the first shard of a split model (default: the bundled "+defaultModelRel+")")
 	fs.StringVar(&g.model, "model", "", "same as -m `FILE.gguf`")
-	fs.IntVar(&g.threads, "t", 0, "worker `threads` per kernel (0: all CPUs)")
+	fs.IntVar(&g.threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
 	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens` (0: the model's training context, at most %d)", defaultContext))
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
@@ -86,6 +87,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.Var(&g.bias, "logit-bias", "add BIAS to token ID's logit, written `ID+BIAS` or ID-BIAS (ID-inf bans it; repeatable)")
 	fs.BoolVar(&g.ignoreEOS, "ignore-eos", false, "keep generating after end-of-generation tokens")
 	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
+	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 
@@ -191,7 +193,7 @@ func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp}
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
 	}

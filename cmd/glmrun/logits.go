@@ -53,7 +53,8 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
 	decode := fs.Bool("decode", false, "one token at a time through the decode path")
 	top := fs.Int("top", 0, "also list the N largest logits per position")
-	threads := fs.Int("threads", 0, "worker goroutines per kernel and device (0: all CPUs)")
+	threads := fs.Int("threads", 0, "worker goroutines per device (0: the physical cores)")
+	fast := fs.Bool("fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, logitsUsage)
@@ -98,7 +99,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 			return errors.New("--text gives no tokens")
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast})
 	if err != nil {
 		return err
 	}

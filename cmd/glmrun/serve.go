@@ -56,7 +56,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.Int64Var(&maxBody, "max-body", server.DefaultMaxBodyBytes, "largest request body in `bytes`")
 	fs.StringVar(&backend, "backend", "cpu", "compute `backend`: cpu or cuda")
 	fs.IntVar(&tp, "tp", 1, "tensor parallelism: split the model over `N` devices")
-	fs.IntVar(&threads, "t", 0, "worker `threads` per kernel (0: all CPUs)")
+	fs.IntVar(&threads, "t", 0, "worker `threads` per device (0: the physical cores)")
+	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
 	if err := parseFlags(fs, args); err != nil {
@@ -109,7 +110,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	} else {
 		fmt.Fprintf(stderr, "glmrun serve: %s has no chat template; using the built-in GLM-5 format\n", path)
 	}
-	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend})
+	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend, Fast: !*exact})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,137 @@
+package synth
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// tiny is a small shape with every feature of the reference one: a dense
+// block, MoE blocks with a shared expert, and rows of 64 (not a whole
+// Q4_K block: the fallback).
+var tiny = Shape{
+	Layers: 3, LeadDense: 1, Embd: 256, Vocab: 1500, Context: 512,
+	Heads: 4, QRank: 256, KVRank: 256, DNope: 64, DRope: 32, DV: 64,
+	DenseFFN: 512, ExpertFFN: 256, Experts: 8, Used: 2, Shared: 1,
+}
+
+// TestWrite: a synthetic model loads, its tensors have the Q4_K_M mix's
+// types (and the fallbacks), its tokenizer round-trips text, and both
+// matrix paths give finite logits that agree to quantization noise.
+func TestWrite(t *testing.T) {
+	src, err := gguf.Open(testmodels.Path(t, "glm5-mini.Q8_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, mix := range []Mix{MixQ4KM, MixQ80} {
+		t.Run(string(mix), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "synth.gguf")
+			n, err := Write(path, Options{Shape: tiny, Mix: mix, Seed: 1, Tokenizer: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var sum int64
+			for _, ti := range f.Tensors {
+				sum += int64(len(ti.Data))
+			}
+			if sum != n {
+				t.Errorf("tensor data %d bytes, Write said %d", sum, n)
+			}
+			want := map[string]tensor.Type{
+				"output.weight": tensor.Q6_K, "blk.1.attn_k_b.weight": tensor.Q5_0,
+				"blk.1.attn_q_a.weight": tensor.Q4_K, "blk.2.ffn_down_exps.weight": tensor.Q6_K,
+				"blk.1.ffn_down_exps.weight": tensor.Q4_K, "blk.1.ffn_gate_inp.weight": tensor.F32,
+				"blk.2.attn_v_b.weight": tensor.Q6_K,
+			}
+			for name, typ := range want {
+				if mix == MixQ80 && typ != tensor.F32 {
+					typ = tensor.Q8_0
+				}
+				ti, ok := f.Tensor(name)
+				if !ok {
+					t.Fatalf("no tensor %s", name)
+				}
+				if ti.Type != typ {
+					t.Errorf("%s: %s, want %s", name, ti.Type, typ)
+				}
+			}
+			tok, err := tokenizer.New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.NumTokens() != tiny.Vocab {
+				t.Errorf("tokenizer: %d tokens, want %d", tok.NumTokens(), tiny.Vocab)
+			}
+			ids := tok.Encode("Hello world", false, false)
+			if text, err := tok.Decode(ids, false); err != nil || text != "Hello world" {
+				t.Fatalf("round trip: %q, %v", text, err)
+			}
+			run(t, f, ids, 0)
+			// All blocks dense: no routing to flip, so the fast path must stay
+			// within quantization noise of the exact one.
+			dense := tiny
+			dense.LeadDense = dense.Layers
+			dpath := filepath.Join(t.TempDir(), "dense.gguf")
+			if _, err := Write(dpath, Options{Shape: dense, Mix: mix, Seed: 2, Tokenizer: src}); err != nil {
+				t.Fatal(err)
+			}
+			df, err := gguf.Open(dpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer df.Close()
+			run(t, df, ids, 0.05)
+		})
+	}
+}
+
+// run prefills ids with the exact and the fast path, checks that every
+// logit is finite and, when rel > 0, that the paths differ by at most rel
+// times the largest logit.
+func run(t *testing.T, f *gguf.File, ids []int32, rel float64) {
+	t.Helper()
+	var rows [2][][]float32
+	for i, fast := range []bool{false, true} {
+		m, err := model.New(f, model.Options{Fast: fast, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(model.SessionOptions{ContextSize: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows[i], err = s.Prefill(ids); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+	}
+	var worst, scale float64
+	for i := range rows[0] {
+		for j, v := range rows[0][i] {
+			for _, x := range []float32{v, rows[1][i][j]} {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					t.Fatalf("row %d logit %d: %g", i, j, x)
+				}
+			}
+			worst = max(worst, math.Abs(float64(v-rows[1][i][j])))
+			scale = max(scale, math.Abs(float64(v)))
+		}
+	}
+	if rel > 0 && (scale == 0 || worst > rel*scale) {
+		t.Errorf("fast vs exact: max abs diff %.3g, logits up to %.3g", worst, scale)
+	}
+	t.Logf("fast vs exact: max abs diff %.3g, logits up to %.3g", worst, scale)
+}
