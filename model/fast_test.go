@@ -173,3 +173,35 @@ func TestFastTensorParallel(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefillLast: PrefillLast returns exactly Prefill's last row, on both
+// paths, with and without a caller's buffer.
+func TestPrefillLast(t *testing.T) {
+	ref, ok := readRef(t, "glm5-mini.Q8_0.deq-F32.P1")
+	if !ok {
+		t.Fatal("no ref")
+	}
+	for _, fast := range []bool{false, true} {
+		m, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{Fast: fast, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		want := prefill(t, m, ref.Prompt)
+		s, err := m.NewSession(SessionOptions{ContextSize: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]float32, m.Config().VocabSize)
+		got, err := s.PrefillLast(dst, ref.Prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &got[0] != &dst[0] {
+			t.Errorf("fast %v: PrefillLast did not write to dst", fast)
+		}
+		if d := maxAbsDiff(got, want[len(want)-1]); d != 0 {
+			t.Errorf("fast %v: PrefillLast differs from Prefill's last row by %g", fast, d)
+		}
+	}
+}

@@ -47,8 +47,10 @@ func (g *getter) ids(s *backend.ScratchIDs, n int) backend.IDs {
 // asynchronously, and one Sync per device ends the step.
 //
 // The logits go to out when it holds T·V values (a decode step then
-// allocates nothing), else to a new slice.
-func (s *Session) forward(tokens []int32, form attention.Form, out []float32) ([]float32, error) {
+// allocates nothing), else to a new slice. With last set (and no hook)
+// only the last token's row goes through the final norm and output head,
+// and only it is returned.
+func (s *Session) forward(tokens []int32, form attention.Form, out []float32, last bool) ([]float32, error) {
 	if err := s.check(tokens); err != nil {
 		return nil, err
 	}
@@ -131,19 +133,26 @@ func (s *Session) forward(tokens []int32, form attention.Form, out []float32) ([
 	}
 
 	// Final norm and output head on device 0.
-	sh0.dev.RMSNorm(st0.x, st0.h, T, E, sh0.sh.outNorm, c.RMSEps)
-	s.emit(-1, "result_norm", sh0, st0.x, T, E)
-	lb := g.get(&sh0.logits, T*c.VocabSize)
+	nOut, xOut, hOut := T, st0.x, st0.h
+	if last && T > 1 && s.opts.Hook == nil {
+		nOut, xOut, hOut = 1, st0.x.Slice((T-1)*E, E), st0.h.Slice((T-1)*E, E)
+	}
+	sh0.dev.RMSNorm(xOut, hOut, nOut, E, sh0.sh.outNorm, c.RMSEps)
+	s.emit(-1, "result_norm", sh0, xOut, nOut, E)
+	lb := g.get(&sh0.logits, nOut*c.VocabSize)
 	if g.err != nil {
 		return nil, g.err
 	}
-	sh0.dev.MatMul(lb, st0.x, T, sh0.sh.output)
+	sh0.dev.MatMul(lb, xOut, nOut, sh0.sh.output)
 	logits := out
-	if len(logits) != T*c.VocabSize {
-		logits = make([]float32, T*c.VocabSize)
+	if len(logits) != nOut*c.VocabSize {
+		logits = make([]float32, nOut*c.VocabSize)
 	}
 	sh0.dev.Read(logits, lb)
-	s.emitHost(-1, "result_output", logits, T, c.VocabSize)
+	s.emitHost(-1, "result_output", logits, nOut, c.VocabSize)
+	if last && nOut > 1 {
+		logits = logits[(nOut-1)*c.VocabSize:]
+	}
 	for _, ss := range s.shards {
 		if err := ss.dev.Sync(); err != nil {
 			return nil, fmt.Errorf("model: %s: %w", ss.dev.Name(), err)

@@ -129,7 +129,7 @@ func (s *Session) Reset() {
 // (decompressed) form of attention, appending them to the sequence, and
 // returns the logits after each token ([len(tokens)][vocab]).
 func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
-	logits, err := s.forward(tokens, attention.Prefill, nil)
+	logits, err := s.forward(tokens, attention.Prefill, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,15 @@ func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
 // appends it to the sequence and returns the logits after it.
 func (s *Session) Decode(token int32) ([]float32, error) {
 	s.tok[0] = token
-	return s.forward(s.tok[:], attention.Decode, nil)
+	return s.forward(s.tok[:], attention.Decode, nil, false)
+}
+
+// PrefillLast is Prefill computing and returning only the logits after
+// the last token (the output head, a large matrix, runs on one row), as
+// prompt processing needs; dst, when it holds the vocabulary size, receives
+// them. With a Hook every row is computed, so that the hook sees them all.
+func (s *Session) PrefillLast(dst []float32, tokens []int32) ([]float32, error) {
+	return s.forward(tokens, attention.Prefill, dst, true)
 }
 
 // DecodeInto is Decode writing the logits to dst (len(dst) must be the
@@ -156,7 +164,7 @@ func (s *Session) DecodeInto(dst []float32, token int32) error {
 		return fmt.Errorf("model: DecodeInto: %d logits, want the vocabulary size %d", len(dst), s.m.cfg.VocabSize)
 	}
 	s.tok[0] = token
-	_, err := s.forward(s.tok[:], attention.Decode, dst)
+	_, err := s.forward(s.tok[:], attention.Decode, dst, false)
 	return err
 }
 

@@ -40,6 +40,8 @@ var commands = map[string]command{
 	"tokenize":   {"print the token ids of a text (special tokens parsed, as llama-tokenize)", runTokenize},
 	"detokenize": {"print the text of token ids", runDetokenize},
 	"serve":      {"serve the model over an OpenAI-compatible HTTP API (continuous batching)", runServe},
+	"bench":      {"measure prompt processing and generation speed (tokens/s, as llama-bench)", runBench},
+	"synth":      {"write a synthetic deepseek2 model with random weights (GLM-4.7-Flash shape) for benchmarks", runSynth},
 }
 
 // errUsage marks an error caused by bad flags or arguments (exit status 2).

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+)
+
+const benchUsage = `usage: glmrun bench [-m MODEL.gguf] [-p N] [-n N] [-t N] [-r N] [--json]
+
+Measures prompt processing (pp: one batch of -p random tokens from an empty
+context, logits of the last one only) and text generation (tg: -n tokens
+decoded one at a time from an empty context), in tokens per second, mean ±
+standard deviation over -r repetitions after one warm-up run, as
+llama-bench does. The weights are used straight from the file's memory
+map; the KV cache is allocated for -p + -n positions. Prints a table, or
+with --json one JSON object.
+
+flags:
+`
+
+// benchResult is what bench prints with --json.
+type benchResult struct {
+	Model         string    `json:"model"`
+	ModelBytes    int64     `json:"model_bytes"`
+	Backend       string    `json:"backend"`
+	Path          string    `json:"path"` // "fast" or "exact"
+	Threads       int       `json:"threads"`
+	TP            int       `json:"tp"`
+	Reps          int       `json:"reps"`
+	NPrompt       int       `json:"n_prompt"`
+	NGen          int       `json:"n_gen"`
+	PPTokensPerS  float64   `json:"pp_tokens_per_s"`
+	PPStddev      float64   `json:"pp_stddev"`
+	TGTokensPerS  float64   `json:"tg_tokens_per_s"`
+	TGStddev      float64   `json:"tg_stddev"`
+	PPSamples     []float64 `json:"pp_samples"`
+	TGSamples     []float64 `json:"tg_samples"`
+	PeakRSSBytes  int64     `json:"peak_rss_bytes"`
+	LoadSeconds   float64   `json:"load_seconds"`
+	GOMAXPROCS    int       `json:"gomaxprocs"`
+	PhysicalCores int       `json:"default_threads"`
+}
+
+// runBench is "glmrun bench".
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	modelFlag := fs.String("m", "", "model `FILE.gguf` (default: the bundled "+defaultModelRel+")")
+	nPrompt := fs.Int("p", 512, "prompt `tokens` (0: no pp test)")
+	nGen := fs.Int("n", 128, "generated `tokens` (0: no tg test)")
+	threads := fs.Int("t", 0, "worker `threads` per device (0: the physical cores)")
+	reps := fs.Int("r", 3, "`repetitions` of each test")
+	tp := fs.Int("tp", 1, "tensor parallelism over `N` devices")
+	backendName := fs.String("backend", "cpu", "compute `backend`")
+	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *nPrompt < 0 || *nGen < 0 || *nPrompt+*nGen == 0:
+		return fmt.Errorf("%w: -p %d -n %d: want >= 0, not both 0", errUsage, *nPrompt, *nGen)
+	case *threads < 0:
+		return fmt.Errorf("%w: -t %d: want >= 0", errUsage, *threads)
+	case *reps < 1:
+		return fmt.Errorf("%w: -r %d: want >= 1", errUsage, *reps)
+	case *tp < 1:
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	path, err := modelPath(*modelFlag)
+	if err != nil {
+		return err
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	start := time.Now()
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Fast: !*exact})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	res := benchResult{
+		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp,
+		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
+	}
+	if *exact {
+		res.Path = "exact"
+	}
+	if res.Threads == 0 {
+		res.Threads = cpu.DefaultThreads()
+	}
+	for _, t := range f.Tensors {
+		res.ModelBytes += int64(len(t.Data))
+	}
+	c := m.Config()
+	s, err := m.NewSession(model.SessionOptions{ContextSize: max(*nPrompt+*nGen, 1)})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(*seed, 2))
+	prompt := make([]int32, *nPrompt)
+	for i := range prompt {
+		prompt[i] = int32(r.IntN(c.VocabSize))
+	}
+	logits := make([]float32, c.VocabSize)
+	pp := func() (float64, error) {
+		s.Reset()
+		t0 := time.Now()
+		if _, err := s.PrefillLast(logits, prompt); err != nil {
+			return 0, err
+		}
+		return float64(len(prompt)) / time.Since(t0).Seconds(), nil
+	}
+	tg := func(n int) (float64, error) {
+		s.Reset()
+		tok := int32(r.IntN(c.VocabSize))
+		t0 := time.Now()
+		for range n {
+			if err := s.DecodeInto(logits, tok); err != nil {
+				return 0, err
+			}
+			tok = argmax(logits)
+		}
+		return float64(n) / time.Since(t0).Seconds(), nil
+	}
+	// Warm-up: page the weights in and size every buffer.
+	if *nPrompt > 0 {
+		if _, err := pp(); err != nil {
+			return err
+		}
+	}
+	if *nGen > 0 {
+		if _, err := tg(min(*nGen, 4)); err != nil {
+			return err
+		}
+	}
+	for range *reps {
+		if *nPrompt > 0 {
+			v, err := pp()
+			if err != nil {
+				return err
+			}
+			res.PPSamples = append(res.PPSamples, v)
+		}
+		if *nGen > 0 {
+			v, err := tg(*nGen)
+			if err != nil {
+				return err
+			}
+			res.TGSamples = append(res.TGSamples, v)
+		}
+	}
+	res.PPTokensPerS, res.PPStddev = meanStd(res.PPSamples)
+	res.TGTokensPerS, res.TGStddev = meanStd(res.TGSamples)
+	res.PeakRSSBytes = peakRSS()
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(stdout, "| model | size | backend | path | threads | test | t/s |\n|---|---:|---|---|---:|---:|---:|\n")
+	row := func(test string, mean, std float64) {
+		fmt.Fprintf(stdout, "| %s | %.2f GiB | %s | %s | %d | %s | %.2f ± %.2f |\n",
+			res.Model, float64(res.ModelBytes)/(1<<30), res.Backend, res.Path, res.Threads, test, mean, std)
+	}
+	if *nPrompt > 0 {
+		row("pp"+strconv.Itoa(*nPrompt), res.PPTokensPerS, res.PPStddev)
+	}
+	if *nGen > 0 {
+		row("tg"+strconv.Itoa(*nGen), res.TGTokensPerS, res.TGStddev)
+	}
+	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions\n", float64(res.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps)
+	return nil
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// meanStd returns the mean and the sample standard deviation of xs (0
+// for fewer than two).
+func meanStd(xs []float64) (mean, std float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// peakRSS returns the process's peak resident set size (VmHWM of
+// /proc/self/status), or 0 where that is not available.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

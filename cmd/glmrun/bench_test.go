@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSynthBench: glmrun synth writes a small model of the reference
+// shape's kind, and glmrun bench measures it (and the bundled model):
+// the JSON has positive speeds, one sample per repetition and the peak
+// RSS; the table names both tests. Bad flags are usage errors.
+func TestSynthBench(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	code, out, errs := runCLI(t, "synth", "-o", path, "-layers", "2", "-embd", "256", "-vocab", "2048",
+		"-heads", "4", "-q-lora", "256", "-kv-lora", "256", "-nope", "64", "-rope", "32", "-v", "64",
+		"-ffn", "512", "-expert-ffn", "256", "-experts", "8", "-experts-used", "2",
+		"-tokenizer", "../../testdata/models/glm5-mini.Q8_0.gguf")
+	if code != 0 || !strings.Contains(out, "deepseek2 2 blocks, Q4_K_M") {
+		t.Fatalf("synth: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, m := range []string{path, "../../testdata/models/glm5-mini.Q4_K_M.gguf"} {
+		code, out, errs = runCLI(t, "bench", "-m", m, "-p", "16", "-n", "4", "-t", "2", "-r", "2", "--json")
+		if code != 0 {
+			t.Fatalf("bench %s: exit %d, %s", m, code, errs)
+		}
+		var r benchResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("bench %s: %v in %q", m, err, out)
+		}
+		if r.PPTokensPerS <= 0 || r.TGTokensPerS <= 0 || len(r.PPSamples) != 2 || len(r.TGSamples) != 2 ||
+			r.Threads != 2 || r.PeakRSSBytes <= 0 || r.Model != filepath.Base(m) || r.Path != "fast" {
+			t.Errorf("bench %s: %+v", m, r)
+		}
+	}
+	code, out, _ = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-r", "1", "--exact")
+	if code != 0 || !strings.Contains(out, "| pp8 |") || !strings.Contains(out, "| tg2 |") || !strings.Contains(out, "exact") {
+		t.Errorf("bench table: exit %d, %q", code, out)
+	}
+	for _, args := range [][]string{{"bench", "-r", "0"}, {"bench", "-p", "0", "-n", "0"}, {"synth"}, {"synth", "-o", path, "-mix", "Q2_K"}} {
+		if code, _, _ := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
