@@ -23,6 +23,7 @@ type CPU struct {
 	act     []byte     // the quantized activations of one MatMul
 	mt      matTask
 	at      attnTask
+	moe     moeScratch
 	qt      quantTask
 	ws      []workerScratch // per worker; used only inside pool tasks
 }

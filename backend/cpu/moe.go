@@ -126,6 +126,10 @@ func (d *Device) MoE(dstB, xB backend.Buffer, T int, idsB backend.IDs, wB backen
 	if T <= 0 || len(top)%T != 0 || len(wts) != len(top) || len(y)%T != 0 || len(out) != len(y) {
 		panic(fmt.Sprintf("cpu: MoE: bad shapes: dst %d, x %d, ids %d, weights %d for %d tokens", len(out), len(y), len(top), len(wts), T))
 	}
+	if d.cpu.fast {
+		d.moeFast(out, y, T, top, wts, e)
+		return
+	}
 	K, E := len(top)/T, len(y)/T
 	s := d.getScratch()
 	defer d.putScratch(s)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -69,6 +70,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -155,6 +157,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if _, err := tg(min(*nGen, 4)); err != nil {
 			return err
 		}
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	for range *reps {
 		if *nPrompt > 0 {

@@ -1,0 +1,218 @@
+package cpu
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// moeChunk is one block of output rows of one local expert's matrix.
+type moeChunk struct{ e, r0, r1 int }
+
+// moeTask runs the experts of one MoE call on the fast path in two
+// parallel phases: gate and up of every (expert, routed token) pair, then
+// down. Each expert's tokens are contiguous (slots sorted by expert), so
+// one expert's rows are a matrix product over all its tokens: decode reads
+// the selected experts' rows once across the workers, prefill multiplies
+// each expert with every token routed to it (tokens grouped by expert).
+type moeTask struct {
+	ex     *backend.Experts
+	start  []int // expert i's sorted slots are [start[i], start[i+1])
+	down   bool  // phase
+	chunks []moeChunk
+
+	actG, actU, actD []byte // quantized inputs, one row per sorted slot
+	ldG, ldU, ldD    int
+	g, u, o          []float32 // [slots, F], [slots, F], [slots, E]
+	kG, kU, kD       *kernel
+}
+
+func (t *moeTask) run(_, i int) {
+	ch := t.chunks[i]
+	s0, n := t.start[ch.e], t.start[ch.e+1]-t.start[ch.e]
+	if t.down {
+		w := Mat(t.ex.Down[ch.e])
+		gemmRows(t.kD, t.o[s0*w.Rows:], t.actD[s0*t.ldD:], t.ldD, n, w, ch.r0, ch.r1)
+		return
+	}
+	g, u := Mat(t.ex.Gate[ch.e]), Mat(t.ex.Up[ch.e])
+	gemmRows(t.kG, t.g[s0*g.Rows:], t.actG[s0*t.ldG:], t.ldG, n, g, ch.r0, ch.r1)
+	gemmRows(t.kU, t.u[s0*u.Rows:], t.actU[s0*t.ldU:], t.ldU, n, u, ch.r0, ch.r1)
+}
+
+// moeScratch holds the buffers of moeFast, grown on demand.
+type moeScratch struct {
+	task           moeTask
+	slots, pos     []int // sorted slot → routing slot; routing slot → sorted slot (−1: not local)
+	start          []int
+	chunks         []moeChunk
+	xq             []byte // the T input rows quantized
+	actG, actU, ad []byte
+	g, u, o        []float32
+}
+
+func growBytes(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+func growInts(b []int, n int) []int {
+	if cap(b) < n {
+		return make([]int, n)
+	}
+	return b[:n]
+}
+
+// moeFast is Device.MoE on the fast path (see moeTask); the sum over a
+// token's slots is in routing order as in the exact MoE.
+func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e *backend.Experts) {
+	c := d.cpu
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	K, E := len(top)/T, len(y)/T
+	nExp := len(e.Gate)
+	if nExp == 0 {
+		clear(out)
+		return
+	}
+	g0, u0, d0 := Mat(e.Gate[0]), Mat(e.Up[0]), Mat(e.Down[0])
+	F := g0.Rows
+	kG, kU, kD := kernelOf(g0.Type), kernelOf(u0.Type), kernelOf(d0.Type)
+	if kG == nil || kU == nil || kD == nil {
+		panic(fmt.Sprintf("cpu: MoE: no fast kernel for %s/%s/%s", g0.Type, u0.Type, d0.Type))
+	}
+	s := &c.moe
+
+	// Sort the local slots by expert (stable: routing order within one).
+	s.pos = growInts(s.pos, T*K)
+	s.slots = s.slots[:0]
+	s.start = growInts(s.start, nExp+1)
+	for i := range nExp {
+		s.start[i] = len(s.slots)
+		id := int32(e.First + i)
+		for j, te := range top {
+			if te == id {
+				s.slots = append(s.slots, j)
+			}
+		}
+	}
+	s.start[nExp] = len(s.slots)
+	for j := range s.pos {
+		s.pos[j] = -1
+	}
+	for p, j := range s.slots {
+		s.pos[j] = p
+	}
+	n := len(s.slots)
+	if n == 0 {
+		clear(out)
+		return
+	}
+
+	// Inputs: each token's row quantized once per activation type, then
+	// gathered in sorted slot order.
+	gather := func(k *kernel, buf *[]byte) ([]byte, int) {
+		if k.act == tensor.F32 {
+			*buf = growBytes(*buf, n*4*E)
+			for p, j := range s.slots {
+				t := j / K
+				copy((*buf)[p*4*E:(p+1)*4*E], tensor.F32Bytes(y[t*E:(t+1)*E]))
+			}
+			return *buf, 4 * E
+		}
+		rb := rowSize(k.act, E)
+		s.xq = growBytes(s.xq, T*rb)
+		quantizeRows(k.act, s.xq, y, E, rb, 0, T)
+		*buf = growBytes(*buf, n*rb)
+		for p, j := range s.slots {
+			t := j / K
+			copy((*buf)[p*rb:(p+1)*rb], s.xq[t*rb:(t+1)*rb])
+		}
+		return *buf, rb
+	}
+	t := &s.task
+	*t = moeTask{ex: e, start: s.start, kG: kG, kU: kU, kD: kD}
+	t.actG, t.ldG = gather(kG, &s.actG)
+	if kU.act == kG.act {
+		t.actU, t.ldU = t.actG, t.ldG
+	} else {
+		t.actU, t.ldU = gather(kU, &s.actU)
+	}
+	s.g, s.u, s.o = grow(s.g, n*F), grow(s.u, n*F), grow(s.o, n*E)
+	t.g, t.u, t.o = s.g, s.u, s.o
+
+	// Phase 1: gate and up.
+	t.chunks = s.moeChunks(nExp, F, n, c.workers)
+	c.pool.do(t, len(t.chunks))
+	SwiGLU(s.g, s.g, s.u)
+
+	// Phase 2: down, on the activations quantized per slot.
+	if kD.act == tensor.F32 {
+		t.actD, t.ldD = tensor.F32Bytes(s.g), 4*F
+	} else {
+		rb := rowSize(kD.act, F)
+		s.ad = growBytes(s.ad, n*rb)
+		q := &c.qt
+		*q = quantTask{t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: max(1, (n+c.workers-1)/c.workers)}
+		c.pool.do(q, (n+q.per-1)/q.per)
+		*q = quantTask{}
+		t.actD, t.ldD = s.ad, rb
+	}
+	t.down = true
+	t.chunks = s.moeChunks(nExp, d0.Rows, n, c.workers)
+	c.pool.do(t, len(t.chunks))
+
+	// Weighted sum of each token's local slots in routing order.
+	for tk := 0; tk < T; tk++ {
+		o := out[tk*E : (tk+1)*E]
+		first := true
+		for j := tk * K; j < (tk+1)*K; j++ {
+			p := s.pos[j]
+			if p < 0 {
+				continue
+			}
+			row := s.o[p*E : (p+1)*E]
+			if first {
+				for i, v := range row {
+					o[i] = v * wts[j]
+				}
+				first = false
+			} else {
+				for i, v := range row {
+					o[i] += v * wts[j]
+				}
+			}
+		}
+		if first {
+			clear(o)
+		}
+	}
+	*t = moeTask{}
+}
+
+// moeChunks splits the rows (rows each) of the experts that have tokens
+// into blocks for the workers.
+func (s *moeScratch) moeChunks(nExp, rows, n, workers int) []moeChunk {
+	active := 0
+	for i := range nExp {
+		if s.start[i+1] > s.start[i] {
+			active++
+		}
+	}
+	per := fastRowsPer(rows*active, max(1, n/max(active, 1)), workers)
+	per = min(per, rows)
+	s.chunks = s.chunks[:0]
+	for i := range nExp {
+		if s.start[i+1] == s.start[i] {
+			continue
+		}
+		for r := 0; r < rows; r += per {
+			s.chunks = append(s.chunks, moeChunk{e: i, r0: r, r1: min(r+per, rows)})
+		}
+	}
+	return slices.Clip(s.chunks)
+}
