@@ -158,3 +158,73 @@ func BenchmarkFastMatMul(b *testing.B) {
 		}
 	}
 }
+
+// TestFastMoE: the fast MoE (both phases over all experts at once) equals,
+// bit for bit, running each routed slot through the fast MatMul, SwiGLU
+// and the weighted sum in routing order; with the experts split over two
+// devices the parts add up to it. Quantized experts (Q4_K gate/up, Q6_K
+// down), several workers, tokens sharing experts and an expert unused.
+func TestFastMoE(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	const E, F, X, K, T = 256, 512, 4, 2, 5
+	var host [][3]backend.Matrix
+	for range X {
+		host = append(host, [3]backend.Matrix{
+			quantMatrix(t, tensor.Q4_K, randVec(r, F*E), F, E),
+			quantMatrix(t, tensor.Q4_K, randVec(r, F*E), F, E),
+			quantMatrix(t, tensor.Q6_K, randVec(r, E*F), E, F),
+		})
+	}
+	experts := func(d *Device, first, n int) *backend.Experts {
+		e := &backend.Experts{First: first}
+		for i := 0; i < n; i++ {
+			g, _ := d.Upload(host[first+i][0])
+			u, _ := d.Upload(host[first+i][1])
+			dn, _ := d.Upload(host[first+i][2])
+			e.Gate, e.Up, e.Down = append(e.Gate, g), append(e.Up, u), append(e.Down, dn)
+		}
+		return e
+	}
+	x := buf(randVec(r, T*E))
+	top := ids{0, 3, 3, 0, 1, 3, 3, 1, 0, 1} // expert 2 unused
+	w := buf(randVec(r, T*K))
+
+	c := NewFast(1)
+	want := make([]float32, T*E)
+	g, u, o := make([]float32, F), make([]float32, F), make([]float32, E)
+	for tk := 0; tk < T; tk++ {
+		for j := 0; j < K; j++ {
+			ex := host[top[tk*K+j]]
+			c.MatMul(g, x[tk*E:(tk+1)*E], 1, ex[0])
+			c.MatMul(u, x[tk*E:(tk+1)*E], 1, ex[1])
+			SwiGLU(g, g, u)
+			c.MatMul(o, g, 1, ex[2])
+			Scale(o, w[tk*K+j])
+			if j == 0 {
+				copy(want[tk*E:(tk+1)*E], o)
+			} else {
+				Add(want[tk*E:(tk+1)*E], o)
+			}
+		}
+	}
+	d := NewFastDevice(0, 3, 0)
+	got := make(buf, T*E)
+	d.MoE(got, x, T, top, w, experts(d, 0, X))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("value %d: %g, slot by slot %g", i, got[i], want[i])
+		}
+	}
+	sum := make(buf, T*E)
+	for dv := 0; dv < 2; dv++ {
+		d := NewFastDevice(dv, 2, 0)
+		part := make(buf, T*E)
+		d.MoE(part, x, T, top, w, experts(d, 2*dv, 2))
+		Add(sum, part)
+	}
+	for i := range want {
+		if math.Abs(float64(want[i]-sum[i])) > 1e-4*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("value %d: split %g, one device %g", i, sum[i], want[i])
+		}
+	}
+}
