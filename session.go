@@ -183,11 +183,11 @@ func (s *Session) eval(ctx context.Context) ([]float32, int, error) {
 			break
 		}
 		k := min(len(rest), prefillBatch)
-		rows, err := s.s.Prefill(rest[:k])
+		out, err := s.s.PrefillLast(nil, rest[:k]) // the output head on the last row only
 		if err != nil {
 			return nil, 0, fmt.Errorf("glmrun: %w", err)
 		}
-		s.logits = rows[len(rows)-1]
+		s.logits = out
 		rest = rest[k:]
 	}
 	s.logitsPos = len(s.tokens)
