@@ -228,3 +228,17 @@ func TestFastMoE(t *testing.T) {
 		}
 	}
 }
+
+// TestExpNeg: the attention's exponential is within 3e-7 relative of
+// math.Exp over [−87, 0], and 0 below.
+func TestExpNeg(t *testing.T) {
+	for x := float32(-87); x <= 0; x += 0.001 {
+		want := math.Exp(float64(x))
+		if got := float64(expNeg(x)); math.Abs(got-want) > 3e-7*want {
+			t.Fatalf("expNeg(%g) = %g, want %g", x, got, want)
+		}
+	}
+	if expNeg(-100) != 0 || expNeg(0) != 1 {
+		t.Errorf("expNeg(-100) = %g, expNeg(0) = %g", expNeg(-100), expNeg(0))
+	}
+}

@@ -45,6 +45,7 @@ func (a *attnTask) run(wk, h int) {
 	a.c.matMulSerial(ws, ws.qabs, ws.qh, T, a.kb.Slice(h*kr, kr))
 	ws.oabs = grow(ws.oabs, T*kr)
 	ws.scores = grow(ws.scores, keyTile)
+	ws.probs = grow(ws.probs, kr+dr)
 	for t := 0; t < T; t++ {
 		keys := selRow(a.sel, t, p.TopK)
 		n := a.pos0 + t + 1
@@ -52,7 +53,7 @@ func (a *attnTask) run(wk, h int) {
 			n = len(keys)
 		}
 		qpe := a.q[(t*H+h)*dq+dn : (t*H+h+1)*dq]
-		attendOnline(ws.oabs[t*kr:(t+1)*kr], ws.qabs[t*kr:(t+1)*kr], qpe, a.lat, kr, dr, keys, n, p.Tau, ws.scores)
+		attendOnline(ws.oabs[t*kr:(t+1)*kr], ws.qabs[t*kr:(t+1)*kr], qpe, a.lat, kr, dr, keys, n, p.Tau, ws.scores, ws.probs)
 	}
 	ws.vals = grow(ws.vals, T*dv)
 	a.c.matMulSerial(ws, ws.vals, ws.oabs, T, a.vb.Slice(h*dv, dv))
@@ -63,9 +64,12 @@ func (a *attnTask) run(wk, h int) {
 
 // attendOnline writes to o [kr] the attention of one query (qabs [kr],
 // qpe [dr]) over n latent rows [c ‖ k_pe] of lat: rows 0 … n−1, or
-// keys[i] when keys is not nil. scores holds keyTile values.
-func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, tau float32, scores []float32) {
+// keys[i] when keys is not nil. scores holds keyTile values, q kr+dr.
+func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, tau float32, scores, q []float32) {
 	w := kr + dr
+	q = q[:w]
+	copy(q, qabs)
+	copy(q[kr:], qpe)
 	clear(o)
 	m := float32(math.Inf(-1))
 	var l float32
@@ -77,14 +81,13 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 			if keys != nil {
 				s = int(keys[s])
 			}
-			row := lat[s*w : (s+1)*w]
-			v := tau * (tensor.DotF32(qabs, row[:kr]) + tensor.DotF32(qpe, row[kr:]))
+			v := tau * tensor.DotF32(q, lat[s*w:(s+1)*w])
 			sc[i] = v
 			tileMax = max(tileMax, v)
 		}
 		if tileMax > m {
 			if l > 0 {
-				f := float32(math.Exp(float64(m - tileMax)))
+				f := expNeg(m - tileMax)
 				Scale(o, f)
 				l *= f
 			}
@@ -95,12 +98,30 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 			if keys != nil {
 				s = int(keys[s])
 			}
-			e := float32(math.Exp(float64(v - m)))
+			e := expNeg(v - m)
 			l += e
 			axpy(o, e, lat[s*w:s*w+kr])
 		}
 	}
 	Scale(o, 1/l)
+}
+
+// expNeg returns e^x for x ≤ 0 in float32, within 2e-7 relative error:
+// x = k·ln2 + r with |r| ≤ ln2/2, e^r by its degree-6 Taylor polynomial,
+// 2^k put into the exponent. Below −87 (2^−126) it returns 0.
+func expNeg(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693145751953125 // ln2 with its low bits cleared: k·ln2hi is exact
+		ln2lo = 1.42860682030941723212e-6
+	)
+	if x < -87 {
+		return 0
+	}
+	k := float32(int32(x*log2e - 0.5)) // round to nearest for x ≤ 0
+	r := x - k*ln2hi - k*ln2lo
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720))))))
+	return p * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
 
 // attentionFast runs attnTask over the heads.
