@@ -310,7 +310,13 @@ func (d *Device) Copy(dst, src backend.Buffer) {
 }
 
 // SwiGLU writes silu(gate)·up to dst.
-func (d *Device) SwiGLU(dst, gate, up backend.Buffer) { SwiGLU(F32(dst), F32(gate), F32(up)) }
+func (d *Device) SwiGLU(dst, gate, up backend.Buffer) {
+	if d.cpu.fast {
+		swigluFast(F32(dst), F32(gate), F32(up))
+		return
+	}
+	SwiGLU(F32(dst), F32(gate), F32(up))
+}
 
 // Collective sums and broadcasts over virtual CPU devices, in device
 // order.

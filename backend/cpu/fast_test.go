@@ -242,3 +242,21 @@ func TestExpNeg(t *testing.T) {
 		t.Errorf("expNeg(-100) = %g, expNeg(0) = %g", expNeg(-100), expNeg(0))
 	}
 }
+
+// TestSwiGLUFast: the fast path's SwiGLU is within 1e-6 relative of the
+// exact one.
+func TestSwiGLUFast(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	g, u := randVec(r, 1000), randVec(r, 1000)
+	for i := range g {
+		g[i] *= 20
+	}
+	want, got := make([]float32, 1000), make([]float32, 1000)
+	SwiGLU(want, g, u)
+	swigluFast(got, g, u)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-6*(1e-3+math.Abs(float64(want[i]))) {
+			t.Fatalf("%d: silu(%g)·%g = %g, exact %g", i, g[i], u[i], got[i], want[i])
+		}
+	}
+}

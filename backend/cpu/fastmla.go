@@ -134,3 +134,20 @@ func (d *Device) attentionFast(kqv, q, lat []float32, kb, vb backend.Matrix, sel
 	c.pool.do(t, p.Heads)
 	*t = attnTask{}
 }
+
+// swigluFast is SwiGLU with the float32 exponential of expNeg: silu(g) =
+// g·σ(g), σ(g) = 1/(1+e^−g) for g ≥ 0 and e^g/(1+e^g) below.
+func swigluFast(dst, gate, up []float32) {
+	gate = gate[:len(dst)]
+	up = up[:len(dst)]
+	for i, g := range gate {
+		var sig float32
+		if g >= 0 {
+			sig = 1 / (1 + expNeg(-g))
+		} else {
+			e := expNeg(g)
+			sig = e / (1 + e)
+		}
+		dst[i] = g * sig * up[i]
+	}
+}

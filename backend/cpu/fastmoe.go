@@ -148,7 +148,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 	// Phase 1: gate and up.
 	t.chunks = s.moeChunks(nExp, F, n, c.workers)
 	c.pool.do(t, len(t.chunks))
-	SwiGLU(s.g, s.g, s.u)
+	swigluFast(s.g, s.g, s.u)
 
 	// Phase 2: down, on the activations quantized per slot.
 	if kD.act == tensor.F32 {
