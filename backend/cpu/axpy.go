@@ -7,3 +7,31 @@ func axpyGeneric(y []float32, a float32, x []float32) {
 		y[i] += a * x[i]
 	}
 }
+
+// dot4Generic is the twin of dot4.
+func dot4Generic(out *[4]float32, q []float32, ldq int, k []float32, n int) {
+	for j := range out {
+		var s float32
+		row := q[j*ldq : j*ldq+n]
+		for i, v := range k[:n] {
+			s += row[i] * v
+		}
+		out[j] = s
+	}
+}
+
+// axpy4Generic is the twin of axpy4.
+func axpy4Generic(o []float32, ldo int, e *[4]float32, c []float32, n int) {
+	for j, a := range e {
+		axpyGeneric(o[j*ldo:j*ldo+n], a, c[:n])
+	}
+}
+
+// dot1Generic is one row of dot4Generic.
+func dot1Generic(q, k []float32, n int) float32 {
+	var s float32
+	for i, v := range k[:n] {
+		s += q[i] * v
+	}
+	return s
+}

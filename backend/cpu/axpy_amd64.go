@@ -20,3 +20,62 @@ func axpy(y []float32, a float32, x []float32) {
 	}
 	axpyGeneric(y[n:], a, x[n:])
 }
+
+//go:noescape
+func dot4AVX2(q *float32, ldq int, k *float32, n int, out *float32)
+
+//go:noescape
+func axpy4AVX2(o *float32, ldo int, e *float32, c *float32, n int)
+
+// dot4 writes to out[j] the dot product of rows j < 4 of q (ldq apart)
+// with k[:n].
+func dot4(out *[4]float32, q []float32, ldq int, k []float32, n int) {
+	_ = q[3*ldq+n-1]
+	k = k[:n]
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		dot4Generic(out, q, ldq, k, n)
+		return
+	}
+	dot4AVX2(&q[0], ldq, &k[0], m, &out[0])
+	if m < n {
+		var tail [4]float32
+		dot4Generic(&tail, q[m:], ldq, k[m:], n-m)
+		for j := range out {
+			out[j] += tail[j]
+		}
+	}
+}
+
+// axpy4 adds e[j]·c[:n] to rows j < 4 of o (ldo apart).
+func axpy4(o []float32, ldo int, e *[4]float32, c []float32, n int) {
+	_ = o[3*ldo+n-1]
+	c = c[:n]
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		axpy4Generic(o, ldo, e, c, n)
+		return
+	}
+	axpy4AVX2(&o[0], ldo, &e[0], &c[0], m)
+	if m < n {
+		axpy4Generic(o[m:], ldo, e, c[m:], n-m)
+	}
+}
+
+//go:noescape
+func dot1AVX2(q *float32, k *float32, n int) float32
+
+// dot1 returns the dot product of q[:n] and k[:n], computed exactly as
+// one row of dot4.
+func dot1(q, k []float32, n int) float32 {
+	q, k = q[:n], k[:n]
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		return dot1Generic(q, k, n)
+	}
+	s := dot1AVX2(&q[0], &k[0], m)
+	if m < n {
+		s += dot1Generic(q[m:], k[m:], n-m)
+	}
+	return s
+}

@@ -260,3 +260,51 @@ func TestSwiGLUFast(t *testing.T) {
 		}
 	}
 }
+
+// TestAttend4: the four-query kernels equal the one-query ones bit for bit
+// (dot4 rows = dot1, axpy4 rows = axpy, attend4 = attendOnline per query),
+// so prefill and decode attention give identical results; the twins agree
+// within rounding. Lengths cover the 16/8-element steps and tails.
+func TestAttend4(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, n := range []int{1, 8, 13, 16, 24, 80, 576} {
+		q, k := randVec(r, 4*n+3), randVec(r, n)
+		var out [4]float32
+		dot4(&out, q, n+1, k, n)
+		for j := range 4 {
+			row := q[j*(n+1) : j*(n+1)+n]
+			if want := dot1(row, k, n); out[j] != want {
+				t.Fatalf("n=%d row %d: dot4 %g, dot1 %g", n, j, out[j], want)
+			}
+			if g := dot1Generic(row, k, n); math.Abs(float64(g-out[j])) > 1e-4*math.Sqrt(float64(n)) {
+				t.Fatalf("n=%d row %d: dot4 %g, generic %g", n, j, out[j], g)
+			}
+		}
+		o := randVec(r, 4*(n+2))
+		want := append([]float32(nil), o...)
+		e := [4]float32{0.5, -1, 0, 2}
+		axpy4(o, n+2, &e, k, n)
+		for j := range 4 {
+			axpy(want[j*(n+2):j*(n+2)+n], e[j], k)
+		}
+		for i := range o {
+			if o[i] != want[i] {
+				t.Fatalf("n=%d: axpy4 %g, axpy %g at %d", n, o[i], want[i], i)
+			}
+		}
+	}
+	const kr, dr, n0 = 64, 16, 150
+	w := kr + dr
+	lat, q := randVec(r, (n0+3)*w), randVec(r, 4*w)
+	got := make([]float32, 4*kr)
+	attend4(got, q, lat, kr, dr, n0, 0.2, new([keyTile][4]float32))
+	for j := range 4 {
+		want := make([]float32, kr)
+		attendOnline(want, q[j*w:j*w+kr], q[j*w+kr:(j+1)*w], lat, kr, dr, nil, n0+j, 0.2, make([]float32, keyTile), make([]float32, w))
+		for i := range want {
+			if got[j*kr+i] != want[i] {
+				t.Fatalf("query %d value %d: attend4 %g, attendOnline %g", j, i, got[j*kr+i], want[i])
+			}
+		}
+	}
+}

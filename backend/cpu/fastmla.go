@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/glmrun/glmrun/backend"
-	"github.com/glmrun/glmrun/tensor"
 )
 
 // keyTile is the number of keys whose scores the fast attention holds at
@@ -46,7 +45,23 @@ func (a *attnTask) run(wk, h int) {
 	ws.oabs = grow(ws.oabs, T*kr)
 	ws.scores = grow(ws.scores, keyTile)
 	ws.probs = grow(ws.probs, kr+dr)
-	for t := 0; t < T; t++ {
+	t := 0
+	if a.sel == nil {
+		// Causal attention: four queries at a time over each key tile.
+		ws.qblk = grow(ws.qblk, 4*(kr+dr))
+		if ws.scores4 == nil {
+			ws.scores4 = new([keyTile][4]float32)
+		}
+		for ; t+4 <= T; t += 4 {
+			for j := range 4 {
+				q := ws.qblk[j*(kr+dr) : (j+1)*(kr+dr)]
+				copy(q, ws.qabs[(t+j)*kr:(t+j+1)*kr])
+				copy(q[kr:], a.q[((t+j)*H+h)*dq+dn:((t+j)*H+h+1)*dq])
+			}
+			attend4(ws.oabs[t*kr:(t+4)*kr], ws.qblk, a.lat, kr, dr, a.pos0+t+1, p.Tau, ws.scores4)
+		}
+	}
+	for ; t < T; t++ {
 		keys := selRow(a.sel, t, p.TopK)
 		n := a.pos0 + t + 1
 		if keys != nil {
@@ -81,7 +96,7 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 			if keys != nil {
 				s = int(keys[s])
 			}
-			v := tau * tensor.DotF32(q, lat[s*w:(s+1)*w])
+			v := dot1(q, lat[s*w:(s+1)*w], w) * tau
 			sc[i] = v
 			tileMax = max(tileMax, v)
 		}
@@ -104,6 +119,60 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 		}
 	}
 	Scale(o, 1/l)
+}
+
+// attend4 is attendOnline for four consecutive queries without a key
+// selection: query j (its [q̃ ‖ q_pe] row j of q, kr+dr values) sees
+// keys 0 … n0+j−1 and writes row j of o (kr apart). Each latent row is
+// read once for the four (dot4, axpy4).
+func attend4(o, q, lat []float32, kr, dr, n0 int, tau float32, sc *[keyTile][4]float32) {
+	w := kr + dr
+	clear(o[:4*kr])
+	inf := float32(math.Inf(-1))
+	m := [4]float32{inf, inf, inf, inf}
+	var l [4]float32
+	n := n0 + 3
+	for k0 := 0; k0 < n; k0 += keyTile {
+		nk := min(keyTile, n-k0)
+		tileMax := [4]float32{inf, inf, inf, inf}
+		for i := range nk {
+			s := k0 + i
+			v := &sc[i]
+			dot4(v, q, w, lat[s*w:(s+1)*w], w)
+			for j := range 4 {
+				if s >= n0+j {
+					v[j] = inf // beyond query j's position
+					continue
+				}
+				v[j] *= tau
+				tileMax[j] = max(tileMax[j], v[j])
+			}
+		}
+		for j := range 4 {
+			if tileMax[j] > m[j] {
+				if l[j] > 0 {
+					f := expNeg(m[j] - tileMax[j])
+					Scale(o[j*kr:(j+1)*kr], f)
+					l[j] *= f
+				}
+				m[j] = tileMax[j]
+			}
+		}
+		for i := range nk {
+			s := k0 + i
+			var e [4]float32
+			for j := range 4 {
+				if v := sc[i][j]; v != inf {
+					e[j] = expNeg(v - m[j])
+					l[j] += e[j]
+				}
+			}
+			axpy4(o, kr, &e, lat[s*w:s*w+kr], kr)
+		}
+	}
+	for j := range 4 {
+		Scale(o[j*kr:(j+1)*kr], 1/l[j])
+	}
 }
 
 // expNeg returns e^x for x ≤ 0 in float32, within 2e-7 relative error:

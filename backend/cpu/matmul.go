@@ -33,6 +33,8 @@ type workerScratch struct {
 	row                                 []float32 // a dequantized weight row (exact path)
 	act                                 []byte    // quantized activations (serial products)
 	qh, qabs, oabs, vals, scores, probs []float32 // attention
+	qblk                                []float32
+	scores4                             *[keyTile][4]float32
 }
 
 // New returns a CPU with the exact matrix product and workers workers;

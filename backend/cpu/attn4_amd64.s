@@ -1,0 +1,165 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func dot4AVX2(q *float32, ldq int, k *float32, n int, out *float32)
+// out[j] = Σ_{i<n} q[j·ldq + i]·k[i] for j < 4; n is a multiple of 8.
+TEXT ·dot4AVX2(SB), NOSPLIT, $0-40
+	MOVQ   q+0(FP), DI
+	MOVQ   ldq+8(FP), AX
+	SHLQ   $2, AX
+	LEAQ   (DI)(AX*1), R8
+	LEAQ   (R8)(AX*1), R9
+	LEAQ   (R9)(AX*1), R10
+	MOVQ   k+16(FP), SI
+	MOVQ   n+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+loop16:
+	CMPQ        CX, $16
+	JL          loop8
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS 32(DI), Y9, Y4
+	VFMADD231PS (R8), Y8, Y1
+	VFMADD231PS 32(R8), Y9, Y5
+	VFMADD231PS (R9), Y8, Y2
+	VFMADD231PS 32(R9), Y9, Y6
+	VFMADD231PS (R10), Y8, Y3
+	VFMADD231PS 32(R10), Y9, Y7
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	ADDQ        $64, R8
+	ADDQ        $64, R9
+	ADDQ        $64, R10
+	SUBQ        $16, CX
+	JMP         loop16
+
+loop8:
+	CMPQ        CX, $8
+	JL          reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS (R8), Y8, Y1
+	VFMADD231PS (R9), Y8, Y2
+	VFMADD231PS (R10), Y8, Y3
+
+reduce:
+	MOVQ         out+32(FP), DX
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS       X8, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, (DX)
+	VEXTRACTF128 $1, Y1, X8
+	VADDPS       X8, X1, X1
+	VHADDPS      X1, X1, X1
+	VHADDPS      X1, X1, X1
+	VMOVSS       X1, 4(DX)
+	VEXTRACTF128 $1, Y2, X8
+	VADDPS       X8, X2, X2
+	VHADDPS      X2, X2, X2
+	VHADDPS      X2, X2, X2
+	VMOVSS       X2, 8(DX)
+	VEXTRACTF128 $1, Y3, X8
+	VADDPS       X8, X3, X3
+	VHADDPS      X3, X3, X3
+	VHADDPS      X3, X3, X3
+	VMOVSS       X3, 12(DX)
+	VZEROUPPER
+	RET
+
+// func axpy4AVX2(o *float32, ldo int, e *float32, c *float32, n int)
+// o[j·ldo + i] += e[j]·c[i] for j < 4, i < n; n is a multiple of 8.
+TEXT ·axpy4AVX2(SB), NOSPLIT, $0-40
+	MOVQ         o+0(FP), DI
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $2, AX
+	LEAQ         (DI)(AX*1), R8
+	LEAQ         (R8)(AX*1), R9
+	LEAQ         (R9)(AX*1), R10
+	MOVQ         e+16(FP), DX
+	VBROADCASTSS (DX), Y0
+	VBROADCASTSS 4(DX), Y1
+	VBROADCASTSS 8(DX), Y2
+	VBROADCASTSS 12(DX), Y3
+	MOVQ         c+24(FP), SI
+	MOVQ         n+32(FP), CX
+
+loop:
+	CMPQ        CX, $8
+	JL          done
+	VMOVUPS     (SI), Y8
+	VMOVUPS     (DI), Y9
+	VMOVUPS     (R8), Y10
+	VMOVUPS     (R9), Y11
+	VMOVUPS     (R10), Y12
+	VFMADD231PS Y8, Y0, Y9
+	VFMADD231PS Y8, Y1, Y10
+	VFMADD231PS Y8, Y2, Y11
+	VFMADD231PS Y8, Y3, Y12
+	VMOVUPS     Y9, (DI)
+	VMOVUPS     Y10, (R8)
+	VMOVUPS     Y11, (R9)
+	VMOVUPS     Y12, (R10)
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	ADDQ        $32, R10
+	SUBQ        $8, CX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func dot1AVX2(q *float32, k *float32, n int) float32
+// Σ_{i<n} q[i]·k[i], n a multiple of 8, with exactly the operations of one
+// row of dot4AVX2 (so that one query and four give the same scores).
+TEXT ·dot1AVX2(SB), NOSPLIT, $0-28
+	MOVQ   q+0(FP), DI
+	MOVQ   k+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+
+loop16:
+	CMPQ        CX, $16
+	JL          loop8
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS 32(DI), Y9, Y4
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JMP         loop16
+
+loop8:
+	CMPQ        CX, $8
+	JL          reduce
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+
+reduce:
+	VADDPS       Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X8
+	VADDPS       X8, X0, X0
+	VHADDPS      X0, X0, X0
+	VHADDPS      X0, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
