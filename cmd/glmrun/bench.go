@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/glmrun/glmrun/backend/cpu"
@@ -48,6 +49,9 @@ type benchResult struct {
 	PPStddev      float64   `json:"pp_stddev"`
 	TGTokensPerS  float64   `json:"tg_tokens_per_s"`
 	TGStddev      float64   `json:"tg_stddev"`
+	PPPerCPUSec   float64   `json:"pp_tokens_per_cpu_s"` // tokens per second of process CPU time
+	TGPerCPUSec   float64   `json:"tg_tokens_per_cpu_s"`
+	LoadAverage   float64   `json:"load_average"` // 1-minute load average at the end (other processes)
 	PPSamples     []float64 `json:"pp_samples"`
 	TGSamples     []float64 `json:"tg_samples"`
 	PeakRSSBytes  int64     `json:"peak_rss_bytes"`
@@ -127,24 +131,27 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		prompt[i] = int32(r.IntN(c.VocabSize))
 	}
 	logits := make([]float32, c.VocabSize)
+	var ppCPU, tgCPU float64 // CPU seconds of the measured runs
 	pp := func() (float64, error) {
 		s.Reset()
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuSeconds()
 		if _, err := s.PrefillLast(logits, prompt); err != nil {
 			return 0, err
 		}
+		ppCPU += cpuSeconds() - c0
 		return float64(len(prompt)) / time.Since(t0).Seconds(), nil
 	}
 	tg := func(n int) (float64, error) {
 		s.Reset()
 		tok := int32(r.IntN(c.VocabSize))
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuSeconds()
 		for range n {
 			if err := s.DecodeInto(logits, tok); err != nil {
 				return 0, err
 			}
 			tok = argmax(logits)
 		}
+		tgCPU += cpuSeconds() - c0
 		return float64(n) / time.Since(t0).Seconds(), nil
 	}
 	// Warm-up: page the weights in and size every buffer.
@@ -169,6 +176,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	ppCPU, tgCPU = 0, 0 // the warm-up does not count
 	for range *reps {
 		if *nPrompt > 0 {
 			v, err := pp()
@@ -188,6 +196,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	res.PPTokensPerS, res.PPStddev = meanStd(res.PPSamples)
 	res.TGTokensPerS, res.TGStddev = meanStd(res.TGSamples)
 	res.PeakRSSBytes = peakRSS()
+	if ppCPU > 0 {
+		res.PPPerCPUSec = float64(*reps**nPrompt) / ppCPU
+	}
+	if tgCPU > 0 {
+		res.TGPerCPUSec = float64(*reps**nGen) / tgCPU
+	}
+	res.LoadAverage = loadAverage()
 	if *asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -207,7 +222,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if *nGen > 0 {
 		row("tg"+strconv.Itoa(*nGen), res.TGTokensPerS, res.TGStddev)
 	}
-	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions\n", float64(res.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps)
+	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions; per CPU-second: pp %.1f, tg %.1f tokens; load average %.2f\n",
+		float64(res.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps, res.PPPerCPUSec, res.TGPerCPUSec, res.LoadAverage)
 	return nil
 }
 
@@ -258,4 +274,27 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds returns the user and system CPU time of the process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// loadAverage returns the 1-minute load average of /proc/loadavg, or 0.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := bytes.Fields(data)
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(f[0]), 64)
+	return v
 }
