@@ -14,8 +14,19 @@
 // Without a driver or a device Open returns an error wrapping
 // ErrNoDriver or ErrNoDevice. Tests run everything without a GPU against
 // a fake libcuda (testdata/fakecuda.c) that executes the same kernels on
-// the CPU (testdata/sim.cc); the environment variable GLMRUN_LIBCUDA
-// names the library to load instead of libcuda.so.1.
+// the CPU (testdata/sim.cc: one fiber per CUDA thread, or one pthread per
+// CUDA thread under ThreadSanitizer); the environment variable
+// GLMRUN_LIBCUDA names the library to load instead of libcuda.so.1. With
+// GLMRUN_CUDA=1 the same tests run on real GPUs (scripts/gpu-check.sh).
+//
+// Kernels follow the CPU backend's arithmetic (dequantization bit for
+// bit, double-precision sums where it uses float64, its dot-product order
+// in attention and the indexer), so results agree within float rounding.
+// Known limits: products run in f32 on CUDA cores (no mma.sync yet); the
+// MoE dispatch reads the routing ids back to the host; the DSA and router
+// top-k rank by counting (quadratic in the number of keys); collectives
+// stage through host memory (no NCCL or peer copies yet); Config.Fast is
+// ignored.
 package cuda
 
 //go:generate sh gen.sh

@@ -29,22 +29,35 @@ func TestMain(m *testing.M) {
 }
 
 // buildFake compiles the fake libcuda.so.1 with gcc/g++.
-func buildFake() (string, error) {
+func buildFake() (string, error) { return buildFakeFlags("fake") }
+
+// buildFakeFlags compiles a fake libcuda.so.1 into a subdirectory name of
+// the test's temporary directory with extra compiler flags.
+func buildFakeFlags(name string, flags ...string) (string, error) {
 	for _, tool := range []string{"gcc", "g++"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return "", fmt.Errorf("%s not found: %w", tool, err)
 		}
 	}
-	dir, err := os.MkdirTemp("", "glmrun-fakecuda-")
-	if err != nil {
+	if fake.dir == "" {
+		dir, err := os.MkdirTemp("", "glmrun-fakecuda-")
+		if err != nil {
+			return "", err
+		}
+		fake.dir = dir
+	}
+	dir := filepath.Join(fake.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	fake.dir = dir
 	out := filepath.Join(dir, "libcuda.so.1")
+	cc := append([]string{"gcc", "-O2", "-fPIC", "-Wall"}, flags...)
+	cxx := append([]string{"g++", "-std=c++20", "-O2", "-fPIC", "-Wall"}, flags...)
+	ld := append([]string{"g++", "-shared"}, flags...)
 	steps := [][]string{
-		{"gcc", "-O2", "-fPIC", "-Wall", "-c", "testdata/fakecuda.c", "-o", filepath.Join(dir, "fakecuda.o")},
-		{"g++", "-std=c++20", "-O2", "-fPIC", "-Wall", "-c", "testdata/sim.cc", "-o", filepath.Join(dir, "sim.o")},
-		{"g++", "-shared", "-o", out, filepath.Join(dir, "fakecuda.o"), filepath.Join(dir, "sim.o"), "-lpthread"},
+		append(cc, "-c", "testdata/fakecuda.c", "-o", filepath.Join(dir, "fakecuda.o")),
+		append(cxx, "-c", "testdata/sim.cc", "-o", filepath.Join(dir, "sim.o")),
+		append(ld, "-o", out, filepath.Join(dir, "fakecuda.o"), filepath.Join(dir, "sim.o"), "-lpthread"),
 	}
 	for _, s := range steps {
 		if b, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
@@ -66,6 +79,11 @@ func useFake(t testing.TB) string {
 	t.Helper()
 	if onGPU() {
 		return ""
+	}
+	if p := os.Getenv("GLMRUN_FAKE_LIBCUDA"); p != "" { // a prebuilt fake (the race test's child)
+		fake.path = p
+		t.Setenv("GLMRUN_LIBCUDA", p)
+		return p
 	}
 	fake.once.Do(func() { fake.path, fake.err = buildFake() })
 	if fake.err != nil {

@@ -3,9 +3,9 @@
 //   clang -x cuda --cuda-device-only -nocudainc -nocudalib (gen.sh): PTX for
 //     the driver, with clang's own builtin variables and NVVM intrinsics;
 //   GLM_CPU_SIM (backend/cuda/testdata/sim.cc): the same kernels as plain
-//     C++ run on the CPU, one cooperative fiber per CUDA thread, so that the
-//     fake driver can execute launches and tests compare them with the Go
-//     CPU backend.
+//     C++ run on the CPU, one cooperative fiber (or, for ThreadSanitizer,
+//     one pthread) per CUDA thread, so that the fake driver can execute
+//     launches and tests compare them with the Go CPU backend.
 //
 // No CUDA toolkit header is used. Math functions come from glm_math.h,
 // written here in plain arithmetic, so that both builds compute the same
@@ -33,7 +33,7 @@ struct glm_dim3 {
 struct glm_sim_coords {
 	glm_dim3 tid, bid, bdim, gdim;
 };
-extern "C" glm_sim_coords glm_sim_now;
+extern "C" __thread glm_sim_coords glm_sim_now __attribute__((tls_model("initial-exec")));
 extern "C" void glm_sim_syncthreads(void);
 extern "C" float glm_sim_shfl_xor(float v, int mask);
 extern "C" void glm_sim_warp_sum_n(float *v, int k);

@@ -3,12 +3,17 @@
 // plain C++ and executes a launch block by block; inside a block every CUDA
 // thread is a cooperative fiber (ucontext) that runs until it reaches
 // __syncthreads() or a warp shuffle, so barriers and shuffles behave as on
-// the GPU and the result does not depend on OS scheduling. It checks
-// kernel logic, not code generation.
+// the GPU and the result does not depend on OS scheduling. With
+// FAKECUDA_THREADS=1 every CUDA thread is a pthread instead, barriers are
+// pthread barriers, and a ThreadSanitizer build (the race test) checks the
+// kernels' shared-memory discipline. It checks kernel logic, not code
+// generation.
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +21,32 @@
 
 #include "simreg.h"
 
+// The registry is filled by static constructors on the thread that loads
+// the library and read by launches on others; the mutex makes that
+// ordering visible to ThreadSanitizer (the Go code's own synchronization
+// is not).
+static std::mutex registryMu;
+
 static std::map<std::string, glm_sim_kernel> &registry() {
 	static std::map<std::string, glm_sim_kernel> r;
 	return r;
 }
 
-void glm_sim_register(const glm_sim_kernel &k) { registry()[k.name] = k; }
+void glm_sim_register(const glm_sim_kernel &k) {
+	std::lock_guard<std::mutex> l(registryMu);
+	registry()[k.name] = k;
+}
+
+static const glm_sim_kernel *findKernel(const char *name) {
+	std::lock_guard<std::mutex> l(registryMu);
+	auto it = registry().find(name);
+	return it == registry().end() ? nullptr : &it->second;
+}
 
 #define GLM_CPU_SIM 1
 #include "../kernels/all.cu"
 
-glm_sim_coords glm_sim_now;
+__thread glm_sim_coords glm_sim_now;
 
 namespace {
 
@@ -184,17 +204,91 @@ bool runBlock(int n, char *err, size_t errlen) {
 	}
 }
 
+
+// ---- pthread mode (FAKECUDA_THREADS=1) ----
+
+struct Threads {
+	bool on = false;
+	pthread_barrier_t block;
+	std::vector<pthread_barrier_t> warp;
+	glm_sim_coords coords; // blockIdx, blockDim, gridDim of the running block
+};
+Threads pt;
+__thread int ptTid;
+
+// ptMain runs one CUDA thread through every block of the launch; a block
+// barrier separates consecutive blocks, which reuse the shared memory.
+void *ptMain(void *arg) {
+	int tid = (int)(long)arg;
+	ptTid = tid;
+	glm_sim_now = pt.coords;
+	glm_sim_now.tid = {tid % sim.bx, (tid / sim.bx) % sim.by, tid / (sim.bx * sim.by)};
+	const glm_dim3 g = pt.coords.gdim;
+	for (unsigned z = 0; z < g.z; z++)
+		for (unsigned y = 0; y < g.y; y++)
+			for (unsigned x = 0; x < g.x; x++) {
+				glm_sim_now.bid = {x, y, z};
+				sim.kernel->run(sim.args);
+				pthread_barrier_wait(&pt.block);
+			}
+	return nullptr;
+}
+
+// runGridThreads runs the whole grid with n pthreads.
+bool runGridThreads(int n, char *err, size_t errlen) {
+	int warps = (n + 31) / 32;
+	pthread_barrier_init(&pt.block, nullptr, (unsigned)n);
+	pt.warp.resize(warps);
+	for (int w = 0; w < warps; w++)
+		pthread_barrier_init(&pt.warp[w], nullptr, (unsigned)(n - 32 * w < 32 ? n - 32 * w : 32));
+	pt.coords = glm_sim_now;
+	std::vector<pthread_t> th(n);
+	bool ok = true;
+	int started = 0;
+	for (; started < n; started++)
+		if (pthread_create(&th[started], nullptr, ptMain, (void *)(long)started) != 0) {
+			ok = false;
+			break;
+		}
+	if (!ok) {
+		// The started threads wait at the first block barrier forever:
+		// give up on the process rather than hang.
+		snprintf(err, errlen, "%s: pthread_create failed", sim.kernel->name);
+		abort();
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], nullptr);
+	pthread_barrier_destroy(&pt.block);
+	for (int w = 0; w < warps; w++)
+		pthread_barrier_destroy(&pt.warp[w]);
+	return ok;
+}
+
+int curThread() { return pt.on ? ptTid : sim.cur; }
+
+void warpWait(int i) {
+	if (pt.on)
+		pthread_barrier_wait(&pt.warp[i / 32]);
+	else
+		yieldTo(WARP_WAIT);
+}
+
 } // namespace
 
-extern "C" void glm_sim_syncthreads(void) { yieldTo(BLOCK_WAIT); }
+extern "C" void glm_sim_syncthreads(void) {
+	if (pt.on)
+		pthread_barrier_wait(&pt.block);
+	else
+		yieldTo(BLOCK_WAIT);
+}
 
 extern "C" float glm_sim_shfl_xor(float v, int mask) {
-	int i = sim.cur;
+	int i = curThread();
 	sim.slots[8 * i] = v;
-	yieldTo(WARP_WAIT);
+	warpWait(i);
 	int j = (i & ~31) | ((i & 31) ^ (mask & 31));
 	float r = sim.slots[8 * j];
-	yieldTo(WARP_WAIT);
+	warpWait(i);
 	return r;
 }
 
@@ -203,11 +297,13 @@ extern "C" float glm_sim_shfl_xor(float v, int mask) {
 // computes the butterfly of the five shfl_xor rounds for the whole warp,
 // adding in the GPU's order.
 extern "C" void glm_sim_warp_sum_n(float *v, int k) {
-	int i = sim.cur, w = i / 32, base = 32 * w, n = (int)sim.fibers.size();
+	int i = curThread(), w = i / 32, base = 32 * w;
 	for (int j = 0; j < k; j++)
 		sim.slots[8 * i + j] = v[j];
-	yieldTo(WARP_WAIT);
-	if (!sim.summed[w]) {
+	warpWait(i);
+	// With pthreads every lane computes the butterfly itself (no shared
+	// flag to race on); fibers share the first lane's result.
+	if (pt.on || !sim.summed[w]) {
 		for (int j = 0; j < k; j++) {
 			float x[32], y[32];
 			for (int l = 0; l < 32; l++)
@@ -218,15 +314,22 @@ extern "C" void glm_sim_warp_sum_n(float *v, int k) {
 				for (int l = 0; l < 32; l++)
 					x[l] = y[l];
 			}
-			for (int l = 0; l < 32 && base + l < n; l++)
+			if (pt.on) {
+				v[j] = x[i - base];
+				continue;
+			}
+			for (int l = 0; l < 32 && base + l < sim.nthreads; l++)
 				sim.sums[8 * (base + l) + j] = x[l];
 		}
-		sim.summed[w] = 1;
+		if (!pt.on)
+			sim.summed[w] = 1;
 	}
-	for (int j = 0; j < k; j++)
-		v[j] = sim.sums[8 * i + j];
-	yieldTo(WARP_WAIT);
-	sim.summed[w] = 0;
+	if (!pt.on)
+		for (int j = 0; j < k; j++)
+			v[j] = sim.sums[8 * i + j];
+	warpWait(i);
+	if (!pt.on)
+		sim.summed[w] = 0;
 }
 
 extern "C" void *glm_sim_dynamic_shared(void) { return sim.dyn; }
@@ -237,12 +340,12 @@ extern "C" void *glm_sim_dynamic_shared(void) { return sim.dyn; }
 // in err.
 extern "C" int glm_sim_launch(const char *name, const unsigned grid[3], const unsigned block[3], unsigned shmem,
                               void **params, int nparams, const int *sizes, char *err, size_t errlen) {
-	auto it = registry().find(name);
-	if (it == registry().end()) {
+	const glm_sim_kernel *kp = findKernel(name);
+	if (!kp) {
 		snprintf(err, errlen, "%s: no simulated kernel of that name", name);
 		return 1;
 	}
-	const glm_sim_kernel &k = it->second;
+	const glm_sim_kernel &k = *kp;
 	if (k.nparams != nparams) {
 		snprintf(err, errlen, "%s: PTX has %d parameters, the source %d", name, nparams, k.nparams);
 		return 2;
@@ -259,6 +362,8 @@ extern "C" int glm_sim_launch(const char *name, const unsigned grid[3], const un
 		snprintf(err, errlen, "%s: bad launch configuration", name);
 		return 3;
 	}
+	const char *mode = getenv("FAKECUDA_THREADS");
+	pt.on = mode && mode[0] == '1';
 	if (sim.fibers.size() < n)
 		sim.fibers.resize(n);
 	sim.slots.assign(8 * n, 0);
@@ -273,6 +378,8 @@ extern "C" int glm_sim_launch(const char *name, const unsigned grid[3], const un
 	sim.dyn = dyn.data();
 	glm_sim_now.bdim = {block[0], block[1], block[2]};
 	glm_sim_now.gdim = {grid[0], grid[1], grid[2]};
+	if (pt.on)
+		return runGridThreads((int)n, err, errlen) ? 0 : 3;
 	for (unsigned z = 0; z < grid[2]; z++)
 		for (unsigned y = 0; y < grid[1]; y++)
 			for (unsigned x = 0; x < grid[0]; x++) {
@@ -282,3 +389,13 @@ extern "C" int glm_sim_launch(const char *name, const unsigned grid[3], const un
 			}
 	return 0;
 }
+
+// glm_sim_racy is deliberately wrong (a thread reads its neighbour's
+// shared slot without a barrier): the race test checks that
+// ThreadSanitizer reports it. It is not in the PTX.
+KERNEL glm_sim_racy(float *out) {
+	SHARED float s[1024];
+	s[threadIdx.x] = (float)threadIdx.x;
+	out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+GLM_REGISTER(glm_sim_racy)
