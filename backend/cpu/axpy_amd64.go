@@ -4,7 +4,19 @@ package cpu
 
 import "golang.org/x/sys/cpu"
 
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+var (
+	useAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	useAVX512 = useAVX2 && cpu.X86.HasAVX512F
+)
+
+//go:noescape
+func dot4AVX512(q *float32, ldq int, k *float32, n int, out *float32)
+
+//go:noescape
+func dot1AVX512(q *float32, k *float32, n int) float32
+
+//go:noescape
+func axpy4AVX512(o *float32, ldo int, e *float32, c *float32, n int)
 
 //go:noescape
 func axpyAVX2(y *float32, a float32, x *float32, n int)
@@ -32,6 +44,10 @@ func axpy4AVX2(o *float32, ldo int, e *float32, c *float32, n int)
 func dot4(out *[4]float32, q []float32, ldq int, k []float32, n int) {
 	_ = q[3*ldq+n-1]
 	k = k[:n]
+	if useAVX512 && n%16 == 0 {
+		dot4AVX512(&q[0], ldq, &k[0], n, &out[0])
+		return
+	}
 	m := n &^ 7
 	if !useAVX2 || m == 0 {
 		dot4Generic(out, q, ldq, k, n)
@@ -56,7 +72,16 @@ func axpy4(o []float32, ldo int, e *[4]float32, c []float32, n int) {
 		axpy4Generic(o, ldo, e, c, n)
 		return
 	}
-	axpy4AVX2(&o[0], ldo, &e[0], &c[0], m)
+	m16 := 0
+	if useAVX512 {
+		m16 = n &^ 15
+		if m16 > 0 {
+			axpy4AVX512(&o[0], ldo, &e[0], &c[0], m16)
+		}
+	}
+	if m > m16 { // every element takes one fused multiply-add, whatever the width
+		axpy4AVX2(&o[m16], ldo, &e[0], &c[m16], m-m16)
+	}
 	if m < n {
 		axpy4Generic(o[m:], ldo, e, c[m:], n-m)
 	}
@@ -69,6 +94,9 @@ func dot1AVX2(q *float32, k *float32, n int) float32
 // one row of dot4.
 func dot1(q, k []float32, n int) float32 {
 	q, k = q[:n], k[:n]
+	if useAVX512 && n%16 == 0 {
+		return dot1AVX512(&q[0], &k[0], n)
+	}
 	m := n &^ 7
 	if !useAVX2 || m == 0 {
 		return dot1Generic(q, k, n)

@@ -1,0 +1,174 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 versions of dot4AVX2, dot1AVX2 and axpy4AVX2: n is a multiple
+// of 16; dot1 does exactly what one row of dot4 does.
+
+// func dot4AVX512(q *float32, ldq int, k *float32, n int, out *float32)
+TEXT ·dot4AVX512(SB), NOSPLIT, $0-40
+	MOVQ   q+0(FP), DI
+	MOVQ   ldq+8(FP), AX
+	SHLQ   $2, AX
+	LEAQ   (DI)(AX*1), R8
+	LEAQ   (R8)(AX*1), R9
+	LEAQ   (R9)(AX*1), R10
+	MOVQ   k+16(FP), SI
+	MOVQ   n+24(FP), CX
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+loop32:
+	CMPQ        CX, $32
+	JL          loop16
+	VMOVUPS     (SI), Z8
+	VMOVUPS     64(SI), Z9
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z4
+	VFMADD231PS (R8), Z8, Z1
+	VFMADD231PS 64(R8), Z9, Z5
+	VFMADD231PS (R9), Z8, Z2
+	VFMADD231PS 64(R9), Z9, Z6
+	VFMADD231PS (R10), Z8, Z3
+	VFMADD231PS 64(R10), Z9, Z7
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	ADDQ        $128, R8
+	ADDQ        $128, R9
+	ADDQ        $128, R10
+	SUBQ        $32, CX
+	JMP         loop32
+
+loop16:
+	CMPQ        CX, $16
+	JL          reduce
+	VMOVUPS     (SI), Z8
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS (R8), Z8, Z1
+	VFMADD231PS (R9), Z8, Z2
+	VFMADD231PS (R10), Z8, Z3
+
+reduce:
+	MOVQ          out+32(FP), DX
+	VADDPS        Z4, Z0, Z0
+	VADDPS        Z5, Z1, Z1
+	VADDPS        Z6, Z2, Z2
+	VADDPS        Z7, Z3, Z3
+	VEXTRACTF32X8 $1, Z0, Y8
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF128  $1, Y0, X8
+	VADDPS        X8, X0, X0
+	VHADDPS       X0, X0, X0
+	VHADDPS       X0, X0, X0
+	VMOVSS        X0, (DX)
+	VEXTRACTF32X8 $1, Z1, Y8
+	VADDPS        Y8, Y1, Y1
+	VEXTRACTF128  $1, Y1, X8
+	VADDPS        X8, X1, X1
+	VHADDPS       X1, X1, X1
+	VHADDPS       X1, X1, X1
+	VMOVSS        X1, 4(DX)
+	VEXTRACTF32X8 $1, Z2, Y8
+	VADDPS        Y8, Y2, Y2
+	VEXTRACTF128  $1, Y2, X8
+	VADDPS        X8, X2, X2
+	VHADDPS       X2, X2, X2
+	VHADDPS       X2, X2, X2
+	VMOVSS        X2, 8(DX)
+	VEXTRACTF32X8 $1, Z3, Y8
+	VADDPS        Y8, Y3, Y3
+	VEXTRACTF128  $1, Y3, X8
+	VADDPS        X8, X3, X3
+	VHADDPS       X3, X3, X3
+	VHADDPS       X3, X3, X3
+	VMOVSS        X3, 12(DX)
+	VZEROUPPER
+	RET
+
+// func dot1AVX512(q *float32, k *float32, n int) float32
+TEXT ·dot1AVX512(SB), NOSPLIT, $0-28
+	MOVQ   q+0(FP), DI
+	MOVQ   k+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Z0, Z0, Z0
+	VXORPS Z4, Z4, Z4
+
+loop32:
+	CMPQ        CX, $32
+	JL          loop16
+	VMOVUPS     (SI), Z8
+	VMOVUPS     64(SI), Z9
+	VFMADD231PS (DI), Z8, Z0
+	VFMADD231PS 64(DI), Z9, Z4
+	ADDQ        $128, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         loop32
+
+loop16:
+	CMPQ        CX, $16
+	JL          reduce
+	VMOVUPS     (SI), Z8
+	VFMADD231PS (DI), Z8, Z0
+
+reduce:
+	VADDPS        Z4, Z0, Z0
+	VEXTRACTF32X8 $1, Z0, Y8
+	VADDPS        Y8, Y0, Y0
+	VEXTRACTF128  $1, Y0, X8
+	VADDPS        X8, X0, X0
+	VHADDPS       X0, X0, X0
+	VHADDPS       X0, X0, X0
+	VMOVSS        X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func axpy4AVX512(o *float32, ldo int, e *float32, c *float32, n int)
+TEXT ·axpy4AVX512(SB), NOSPLIT, $0-40
+	MOVQ         o+0(FP), DI
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $2, AX
+	LEAQ         (DI)(AX*1), R8
+	LEAQ         (R8)(AX*1), R9
+	LEAQ         (R9)(AX*1), R10
+	MOVQ         e+16(FP), DX
+	VBROADCASTSS (DX), Z0
+	VBROADCASTSS 4(DX), Z1
+	VBROADCASTSS 8(DX), Z2
+	VBROADCASTSS 12(DX), Z3
+	MOVQ         c+24(FP), SI
+	MOVQ         n+32(FP), CX
+
+loop:
+	CMPQ        CX, $16
+	JL          done
+	VMOVUPS     (SI), Z8
+	VMOVUPS     (DI), Z9
+	VMOVUPS     (R8), Z10
+	VMOVUPS     (R9), Z11
+	VMOVUPS     (R10), Z12
+	VFMADD231PS Z8, Z0, Z9
+	VFMADD231PS Z8, Z1, Z10
+	VFMADD231PS Z8, Z2, Z11
+	VFMADD231PS Z8, Z3, Z12
+	VMOVUPS     Z9, (DI)
+	VMOVUPS     Z10, (R8)
+	VMOVUPS     Z11, (R9)
+	VMOVUPS     Z12, (R10)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	ADDQ        $64, R8
+	ADDQ        $64, R9
+	ADDQ        $64, R10
+	SUBQ        $16, CX
+	JMP         loop
+
+done:
+	VZEROUPPER
+	RET
