@@ -55,18 +55,21 @@ DEV float iq4nl_value(int q) {
 template <int T> DEV void deq32(const u8 *row, int c, int cols, float *v);
 
 template <> DEVSPEC void deq32<T_F32>(const u8 *row, int c, int cols, float *v) {
+	UNROLL
 	for (int k = 0; k < 32; k++) {
 		int i = 32 * c + k;
 		v[k] = i < cols ? bits_to_float(load_u32(row + 4 * i)) : 0.0f;
 	}
 }
 template <> DEVSPEC void deq32<T_F16>(const u8 *row, int c, int cols, float *v) {
+	UNROLL
 	for (int k = 0; k < 32; k++) {
 		int i = 32 * c + k;
 		v[k] = i < cols ? load_half(row + 2 * i) : 0.0f;
 	}
 }
 template <> DEVSPEC void deq32<T_BF16>(const u8 *row, int c, int cols, float *v) {
+	UNROLL
 	for (int k = 0; k < 32; k++) {
 		int i = 32 * c + k;
 		v[k] = i < cols ? bits_to_float((u32)load_u16(row + 2 * i) << 16) : 0.0f;
@@ -75,12 +78,14 @@ template <> DEVSPEC void deq32<T_BF16>(const u8 *row, int c, int cols, float *v)
 template <> DEVSPEC void deq32<T_Q8_0>(const u8 *row, int c, int cols, float *v) {
 	const u8 *b = row + 34 * c;
 	float d = load_half(b);
+	UNROLL
 	for (int k = 0; k < 32; k++)
 		v[k] = (float)(i8)b[2 + k] * d;
 }
 template <> DEVSPEC void deq32<T_Q4_0>(const u8 *row, int c, int cols, float *v) {
 	const u8 *b = row + 18 * c;
 	float d = load_half(b);
+	UNROLL
 	for (int j = 0; j < 16; j++) {
 		int q = b[2 + j];
 		v[j] = (float)((q & 15) - 8) * d;
@@ -90,6 +95,7 @@ template <> DEVSPEC void deq32<T_Q4_0>(const u8 *row, int c, int cols, float *v)
 template <> DEVSPEC void deq32<T_Q4_1>(const u8 *row, int c, int cols, float *v) {
 	const u8 *b = row + 20 * c;
 	float d = load_half(b), m = load_half(b + 2);
+	UNROLL
 	for (int j = 0; j < 16; j++) {
 		int q = b[4 + j];
 		v[j] = (float)(q & 15) * d + m;
@@ -100,6 +106,7 @@ template <> DEVSPEC void deq32<T_Q5_0>(const u8 *row, int c, int cols, float *v)
 	const u8 *b = row + 22 * c;
 	float d = load_half(b);
 	u32 qh = load_u32(b + 2);
+	UNROLL
 	for (int j = 0; j < 16; j++) {
 		int q = b[6 + j];
 		int lo = (q & 15) | (int)((qh >> j) & 1) << 4;
@@ -112,6 +119,7 @@ template <> DEVSPEC void deq32<T_Q5_1>(const u8 *row, int c, int cols, float *v)
 	const u8 *b = row + 24 * c;
 	float d = load_half(b), m = load_half(b + 2);
 	u32 qh = load_u32(b + 4);
+	UNROLL
 	for (int j = 0; j < 16; j++) {
 		int q = b[8 + j];
 		int lo = (q & 15) | (int)((qh >> j) & 1) << 4;
@@ -127,6 +135,7 @@ template <> DEVSPEC void deq32<T_Q4_K>(const u8 *row, int c, int cols, float *v)
 	float d1 = load_half(b) * (float)sc, m1 = load_half(b + 2) * (float)m;
 	const u8 *qs = b + 16 + 32 * (j / 2);
 	int shift = 4 * (j & 1);
+	UNROLL
 	for (int l = 0; l < 32; l++)
 		v[l] = d1 * (float)((qs[l] >> shift) & 15) - m1;
 }
@@ -137,6 +146,7 @@ template <> DEVSPEC void deq32<T_Q5_K>(const u8 *row, int c, int cols, float *v)
 	float d1 = load_half(b) * (float)sc, m1 = load_half(b + 2) * (float)m;
 	const u8 *qh = b + 16, *qs = b + 48 + 32 * (j / 2);
 	int shift = 4 * (j & 1);
+	UNROLL
 	for (int l = 0; l < 32; l++)
 		v[l] = d1 * (float)(((qs[l] >> shift) & 15) | ((qh[l] >> j) & 1) << 4) - m1;
 }
@@ -148,6 +158,7 @@ template <> DEVSPEC void deq32<T_Q6_K>(const u8 *row, int c, int cols, float *v)
 	float dk[2] = {d * (float)(i8)sc[2 * k], d * (float)(i8)sc[1 + 2 * k]};
 	const u8 *qlk = ql + (k & 1) * 32;
 	int lshift = (k >> 1) * 4;
+	UNROLL
 	for (int l = 0; l < 32; l++) {
 		int q = ((qlk[l] >> lshift) & 15) | ((qh[l] >> (2 * k)) & 3) << 4;
 		v[l] = dk[l / 16] * (float)(q - 32);
@@ -161,6 +172,7 @@ template <> DEVSPEC void deq32<T_IQ4_XS>(const u8 *row, int c, int cols, float *
 	int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | ((sh >> (2 * j)) & 3) << 4;
 	float dl = d * (float)(ls - 32);
 	const u8 *qs = b + 8 + 16 * j;
+	UNROLL
 	for (int l = 0; l < 16; l++) {
 		v[l] = dl * iq4nl_value(qs[l] & 15);
 		v[l + 16] = dl * iq4nl_value(qs[l] >> 4);

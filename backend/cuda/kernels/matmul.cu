@@ -27,19 +27,26 @@ DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, in
 	for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
 		deq32<T>(row, c, cols, v);
 		int m = imin(32, cols - 32 * c);
-		for (int t = 0; t < nt; t++) {
+		UNROLL
+		for (int t = 0; t < MM_TOKENS; t++) {
+			if (t >= nt)
+				break;
 			const float *xt = xz + (u64)(t0 + t) * xStride + 32 * c;
 			float s = 0;
-			for (int k = 0; k < m; k++)
-				s += v[k] * xt[k];
+			UNROLL
+			for (int k = 0; k < 32; k++)
+				if (k < m)
+					s += v[k] * xt[k];
 			acc[t] += s;
 		}
 	}
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
 	warp_sum_n(acc, MM_TOKENS);
-	if (lane == 0)
+	if (lane == 0) {
+		UNROLL
 		for (int t = 0; t < MM_TOKENS; t++)
 			red[warp][t] = acc[t];
+	}
 	__syncthreads();
 	if (threadIdx.x < (unsigned)nt) {
 		int t = threadIdx.x;
@@ -63,8 +70,10 @@ template <int T> DEV void get_rows_impl(float *dst, const u8 *w, const int *ids,
 	for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
 		deq32<T>(row, c, cols, v);
 		int m = imin(32, cols - 32 * c);
-		for (int k = 0; k < m; k++)
-			out[32 * c + k] = v[k];
+		UNROLL
+		for (int k = 0; k < 32; k++)
+			if (k < m)
+				out[32 * c + k] = v[k];
 	}
 }
 

@@ -49,6 +49,7 @@ extern "C" void *glm_sim_dynamic_shared(void);
 #define DYN_SHARED(type, name) type *name = (type *)glm_sim_dynamic_shared()
 #define DEV static inline
 #define DEVSPEC inline // explicit specializations take no storage class
+#define UNROLL
 #define KERNEL extern "C" void
 
 DEV float shfl_xor(float v, int mask) { return glm_sim_shfl_xor(v, mask); }
@@ -108,6 +109,9 @@ DEV float glm_sqrtf(float x) { return __builtin_sqrtf(x); }
 #define DYN_SHARED(type, name) extern __shared__ type name[]
 #define DEV static __device__ __attribute__((always_inline)) inline
 #define DEVSPEC __device__ __attribute__((always_inline)) inline
+// UNROLL fully unrolls the next loop (constant trip count), so that small
+// arrays indexed by its counter stay in registers.
+#define UNROLL _Pragma("unroll")
 #define KERNEL extern "C" __global__ void
 #define GLM_REGISTER(name)
 
