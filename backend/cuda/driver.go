@@ -63,7 +63,11 @@ func libraryPath() string {
 func loadDriver(path string) (*driver, error) {
 	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoDriver, path, err)
+		msg := err.Error()
+		if !strings.Contains(msg, path) {
+			msg = path + ": " + msg
+		}
+		return nil, fmt.Errorf("%w: %s", ErrNoDriver, msg)
 	}
 	d := &driver{path: path, lib: lib}
 	syms := []struct {
