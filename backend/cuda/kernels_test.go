@@ -259,6 +259,18 @@ func TestKernels(t *testing.T) {
 		}
 	})
 
+	t.Run("MatMul wide", func(t *testing.T) {
+		// GLM-5 row length: 192 chunks, more than a block's 128 threads.
+		for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q8_0} {
+			gw, cw := p.weight(p.randMatrix(typ, 3, 6144))
+			gx, cx := p.buf(p.vec(5*6144, 0, 1))
+			gd, cd := p.zeros(5 * 3)
+			p.g.MatMul(gd, gx, 5, gw)
+			p.c.MatMul(cd, cx, 5, cw)
+			p.compare("MatMul 6144 "+typ.String(), gd, cd)
+		}
+	})
+
 	t.Run("norms", func(t *testing.T) {
 		const rows, n, stride = 3, 100, 120
 		gx, cx := p.buf(p.vec(rows*stride, 0.3, 2))
