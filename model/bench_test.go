@@ -41,6 +41,9 @@ func decodeStep(tb testing.TB, s *Session, logits []float32) {
 // TestDecodeStepAllocs: a decode step on the fast CPU path allocates
 // nothing once the session's buffers exist.
 func TestDecodeStepAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	s, logits := decodeFixture(t)
 	if n := testing.AllocsPerRun(50, func() { decodeStep(t, s, logits) }); n != 0 {
 		t.Errorf("decode step: %v allocations, want 0", n)
