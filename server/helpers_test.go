@@ -54,7 +54,7 @@ var loadOnce = sync.OnceValues(func() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.New(f, model.Options{})
+	m, err := model.New(f, model.Options{Threads: 1}) // one worker per kernel: fewer goroutines under -race
 	if err != nil {
 		return nil, err
 	}
