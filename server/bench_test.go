@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
@@ -246,4 +249,40 @@ func benchSteps(b *testing.B, m *model.Model, st Stepper, n int) {
 	}
 	elapsed += time.Since(t0)
 	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "tok/s")
+}
+
+// BenchmarkServeStreams measures the server end to end: each iteration
+// sends n streaming chat requests at once (greedy, 16 tokens each, end of
+// generation banned) through the official client and reports the
+// aggregate generated tokens/s, prefill included.
+//
+//	go test ./server -run '^$' -bench ServeStreams -benchtime 3x
+func BenchmarkServeStreams(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
+			ts := newTestServer(b, func(c *Config) { c.Parallel = 16 }, nil)
+			p := openai.ChatCompletionNewParams{
+				Model: testModelID, Messages: userMsg("Write a long story"), MaxTokens: openai.Int(16),
+				Temperature: openai.Float(0), LogitBias: eogBias(ts.tok),
+			}
+			var tokens int64
+			var elapsed time.Duration
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				for range n {
+					wg.Go(func() {
+						r := chatStream(b, ts, p)
+						mu.Lock()
+						tokens += r.usage.CompletionTokens
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tok/s")
+		})
+	}
 }
