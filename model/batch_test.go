@@ -10,18 +10,22 @@ import (
 
 // TestDecodeBatch: decoding several sessions at different positions in one
 // batch gives bit-for-bit the logits of decoding them one by one, with and
-// without tensor parallelism, on a glm-dsa and a deepseek2 model.
+// without tensor parallelism, exact and fast products, on a glm-dsa and a
+// deepseek2 model.
 func TestDecodeBatch(t *testing.T) {
 	for _, tc := range []struct {
 		model string
 		tp    int
+		fast  bool
 	}{
-		{"glm5-mini.Q8_0", 1},
-		{"glm5-mini.Q8_0", 2},
-		{"ds2-mini.Q8_0", 1},
+		{"glm5-mini.Q8_0", 1, false},
+		{"glm5-mini.Q8_0", 2, false},
+		{"ds2-mini.Q8_0", 1, false},
+		{"glm5-mini.Q8_0", 1, true},
+		{"glm5-mini.Q4_K_M", 2, true},
 	} {
-		t.Run(fmt.Sprintf("%s/tp%d", tc.model, tc.tp), func(t *testing.T) {
-			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2})
+		t.Run(fmt.Sprintf("%s/tp%d/fast=%v", tc.model, tc.tp, tc.fast), func(t *testing.T) {
+			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2, Fast: tc.fast})
 			if err != nil {
 				t.Fatal(err)
 			}
