@@ -10,8 +10,9 @@ import (
 
 // Options configures Load.
 type Options struct {
-	// Threads is the number of worker goroutines per kernel (per device
-	// on the CPU backend); 0 means runtime.GOMAXPROCS(0).
+	// Threads is the number of worker goroutines per device on the CPU
+	// backend; 0 means the backend's default (cpu.DefaultThreads: the
+	// physical cores).
 	Threads int
 	// TensorParallel is the number of devices the model is split over
 	// (see Plan); 0 and 1 mean one device. On the CPU backend the devices
