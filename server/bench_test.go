@@ -159,7 +159,8 @@ func writeFlashLike(path string) error {
 // all sequences) of one continuous-batching step with 1, 4 and 16
 // sequences, batched (BatchStepper: one pass for all) and one by one
 // (SequentialStepper), on the bundled glm5-mini and on the synthetic
-// GLM-4.7-Flash-shaped model. Each sequence holds about 64 tokens of context.
+// GLM-4.7-Flash-shaped model, with the fast (quantized-activation) products
+// glmrun serve uses. Each sequence holds about 64 tokens of context.
 //
 //	go test ./server -run '^$' -bench Decode -benchtime 20x
 func BenchmarkDecode(b *testing.B) {
@@ -173,7 +174,7 @@ func BenchmarkDecode(b *testing.B) {
 		{"glm5-mini", testModelPath},
 		{"glm47flash-synthetic", flash},
 	} {
-		m, err := model.Load(mc.path, model.Options{})
+		m, err := model.Load(mc.path, model.Options{Fast: true})
 		if err != nil {
 			b.Fatal(err)
 		}

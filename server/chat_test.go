@@ -278,9 +278,6 @@ func TestChatToolCalls(t *testing.T) {
 			"I need the weather.", nil, "stop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if raceEnabled && tc.tools {
-				t.Skip("a prompt with tools is long, and slow under the race detector; the run without it covers these paths")
-			}
 			ts := newTestServer(t, nil, scriptFor(testModel(t).tok, tc.script, "<|observation|>"))
 			p := openai.ChatCompletionNewParams{Model: testModelID, Messages: userMsg("Weather in Paris?")}
 			if tc.tools {
@@ -299,9 +296,6 @@ func TestChatToolCalls(t *testing.T) {
 		})
 	}
 
-	if raceEnabled {
-		return // long tool prompts are slow under the race detector
-	}
 	// The next turn sends the call and its result back.
 	ts := newTestServer(t, nil, scriptFor(testModel(t).tok, "</think>It is sunny.", "<|user|>"))
 	asst := openai.ChatCompletionAssistantMessageParam{ToolCalls: []openai.ChatCompletionMessageToolCallUnionParam{{

@@ -54,7 +54,9 @@ var loadOnce = sync.OnceValues(func() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.New(f, model.Options{Threads: 1}) // one worker per kernel: fewer goroutines under -race
+	// The fast products, as glmrun serve uses by default; one worker per
+	// kernel keeps the goroutines few under -race.
+	m, err := model.New(f, model.Options{Threads: 1, Fast: true})
 	if err != nil {
 		return nil, err
 	}
