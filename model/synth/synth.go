@@ -295,7 +295,7 @@ type gen struct {
 // t.std (see the package comment).
 func (g *gen) make(t spec) []byte {
 	data := make([]byte, t.bytes())
-	const chunk = 64 << 20
+	chunk := (64 << 20) / t.typ.TypeSize() * t.typ.TypeSize() // whole blocks: fill sets each block's scales
 	for off := 0; off < len(data); off += chunk {
 		g.fill(t, data[off:min(off+chunk, len(data))])
 		g.done += int64(min(chunk, len(data)-off))

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -134,4 +135,20 @@ func run(t *testing.T, f *gguf.File, ids []int32, rel float64) {
 		t.Errorf("fast vs exact: max abs diff %.3g, logits up to %.3g", worst, scale)
 	}
 	t.Logf("fast vs exact: max abs diff %.3g, logits up to %.3g", worst, scale)
+}
+
+// TestBlockScales: every block of a tensor larger than one generation
+// chunk has the scale fill chose (a scale field landing inside a block
+// would make random f16 scales, some NaN).
+func TestBlockScales(t *testing.T) {
+	g := gen{r: rand.New(rand.NewPCG(1, 1))}
+	sp := spec{name: "x", typ: tensor.Q4_K, dims: []int64{2048, 120000}, std: 0.02}
+	data := g.make(sp)
+	bs := tensor.Q4_K.TypeSize()
+	for off := 0; off < len(data); off += bs {
+		d := tensor.F16ToF32(uint16(data[off]) | uint16(data[off+1])<<8)
+		if !(d > 0 && d < 1e-3) {
+			t.Fatalf("block at %d: d = %g", off, d)
+		}
+	}
 }
