@@ -295,6 +295,7 @@ func (s *scheduler) release(seq *sequence) {
 			break
 		}
 	}
+	s.metrics.active.Store(int64(len(s.active)))
 }
 
 func (s *scheduler) dropCanceled() {
@@ -453,18 +454,20 @@ func (s *scheduler) finish(seq *sequence, reason string, stopped bool) {
 	if !stopped {
 		text += seq.dec.Flush()
 	}
+	// Metrics and the slot are settled before the client hears the end, so a
+	// client that reads /metrics right after its reply sees its sequence done.
+	s.metrics.completed.Add(1)
+	s.release(seq)
 	seq.req.out.put(event{
 		text: text, logprobs: seq.lps, finish: reason,
 		usage: *newUsage(len(seq.req.prompt), seq.generated),
 	})
-	s.metrics.completed.Add(1)
-	s.release(seq)
 }
 
 // fail ends seq with err.
 func (s *scheduler) fail(seq *sequence, err error) {
-	seq.req.out.put(event{err: err, usage: *newUsage(len(seq.req.prompt), seq.generated)})
 	s.release(seq)
+	seq.req.out.put(event{err: err, usage: *newUsage(len(seq.req.prompt), seq.generated)})
 }
 
 // stopIndex returns the index of the earliest stop string in text, or -1.
