@@ -14,8 +14,9 @@ import (
 // returned (owned by the caller). The token rows of all sessions go through
 // the norms, the dense FFN, the router, the experts (each expert once for
 // all the tokens routed to it) and the output head together, so those
-// weights are read once per step instead of once per sequence; attention
-// runs per session over its own KV cache (its projections too, for now).
+// weights are read once per step instead of once per sequence. So do the
+// attention projections (attention.MLA.DecodeBatch); only the attention
+// over each session's own KV cache runs per session.
 //
 // Every row is computed exactly as Decode computes it, so the logits equal
 // those of decoding the sessions one by one. Sessions with a Hook or
@@ -83,8 +84,9 @@ func decodeEach(sessions []*Session, tokens []int32) ([][]float32, error) {
 }
 
 // decodeBatch is forward for one new token in each of n sessions: the
-// activation rows [n, E] live in the first session's buffers, the
-// attention of row i runs in session i. The phases and the order of the
+// activation rows [n, E] and the attention scratch live in the first
+// session's buffers, the attention of row i reads and grows session i's
+// cache. The phases and the order of the
 // operations on every row are forward's, so each row's result is too.
 func (m *Model) decodeBatch(sessions []*Session, tokens []int32) ([]float32, error) {
 	c := &m.cfg
@@ -99,6 +101,13 @@ func (m *Model) decodeBatch(sessions []*Session, tokens []int32) ([]float32, err
 		return nil, g.err
 	}
 	sh0, st0 := lead.shards[0], &steps[0]
+	seqs := make([][]attention.Seq, len(lead.shards)) // [device][session]
+	for d := range seqs {
+		seqs[d] = make([]attention.Seq, T)
+		for i, s := range sessions {
+			seqs[d][i] = attention.Seq{Cache: s.shards[d].cache, Pos: s.pos}
+		}
+	}
 	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
 		b := make([]backend.Buffer, len(steps))
 		for d := range steps {
@@ -116,17 +125,14 @@ func (m *Model) decodeBatch(sessions []*Session, tokens []int32) ([]float32, err
 	}
 
 	for l := 0; l < c.Layers; l++ {
-		// Attention with residual: norms batched, attention per session.
+		// Attention with residual: norms and projections batched, the
+		// attention over each session's cache per session.
 		for d, ss := range lead.shards {
 			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].attnNorm, c.RMSEps)
 		}
-		for d := range lead.shards {
-			for i, s := range sessions {
-				ss := s.shards[d]
-				out, x := steps[d].attnOut.Slice(i*E, E), steps[d].x.Slice(i*E, E)
-				if err := ss.mla[l].Forward(out, x, 1, s.pos, ss.cache, ss.scratch, attention.Decode); err != nil {
-					return nil, err
-				}
+		for d, ss := range lead.shards {
+			if err := ss.mla[l].DecodeBatch(steps[d].attnOut, steps[d].x, seqs[d], ss.scratch); err != nil {
+				return nil, fmt.Errorf("model: layer %d: %w", l, err)
 			}
 		}
 		if err := lead.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {

@@ -11,7 +11,8 @@ import (
 // TestDecodeBatch: decoding several sessions at different positions in one
 // batch gives bit-for-bit the logits of decoding them one by one, with and
 // without tensor parallelism, exact and fast products, on a glm-dsa and a
-// deepseek2 model.
+// deepseek2 model, and on a glm-dsa model with top_k 8 where some sessions
+// attend to a DSA selection and others (still short) to every key.
 func TestDecodeBatch(t *testing.T) {
 	for _, tc := range []struct {
 		model string
@@ -23,6 +24,9 @@ func TestDecodeBatch(t *testing.T) {
 		{"ds2-mini.Q8_0", 1, false},
 		{"glm5-mini.Q8_0", 1, true},
 		{"glm5-mini.Q4_K_M", 2, true},
+		{"ds2-mini.Q8_0", 1, true},
+		{"glm5-mini-sparse.Q8_0", 1, false},
+		{"glm5-mini-sparse.Q8_0", 2, true},
 	} {
 		t.Run(fmt.Sprintf("%s/tp%d/fast=%v", tc.model, tc.tp, tc.fast), func(t *testing.T) {
 			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2, Fast: tc.fast})
@@ -30,7 +34,7 @@ func TestDecodeBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			prompts := [][]int32{{1, 2, 3}, {7}, {40, 41, 42, 43, 44, 45, 46}, {9, 9}}
+			prompts := [][]int32{{1, 2, 3}, {7}, {40, 41, 42, 43, 44, 45, 46}, {9, 9}, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}}
 			batch := make([]*Session, len(prompts))
 			alone := make([]*Session, len(prompts))
 			for i, p := range prompts {
@@ -43,8 +47,8 @@ func TestDecodeBatch(t *testing.T) {
 					}
 				}
 			}
-			tokens := []int32{5, 6, 7, 8}
-			for step := range 3 {
+			tokens := []int32{5, 6, 7, 8, 9}
+			for step := range 4 {
 				got, err := DecodeBatch(batch, tokens)
 				if err != nil {
 					t.Fatal(err)
