@@ -20,14 +20,17 @@ type plainDevice struct{ backend.Device }
 // alone, and leaves the same cache rows, with exact and fast products,
 // with and without the device's batched attention, dense and with DSA
 // selections (some sequences past top_k, some not), on all heads or on a
-// device's share of them.
+// device's share of them (groups of four heads and remainders).
 func TestDecodeBatch(t *testing.T) {
-	prompts := []int{3, 0, 7, 1, 5}
+	prompts := []int{3, 0, 7, 1, 5, 63, 70} // 63, 70: more than one key tile (64)
 	const steps = 3
 	for _, tc := range []struct {
 		topK, heads int
 		fast, plain bool
 	}{
+		{0, 6, true, false},
+		{4, 6, true, false},
+		{4, 5, false, false},
 		{0, 4, false, false},
 		{0, 4, true, false},
 		{4, 4, false, false},
@@ -37,7 +40,7 @@ func TestDecodeBatch(t *testing.T) {
 		{0, 2, true, true},
 	} {
 		t.Run(fmt.Sprintf("topK=%d/heads=%d/fast=%v/plain=%v", tc.topK, tc.heads, tc.fast, tc.plain), func(t *testing.T) {
-			ly := testLayer(11, tc.topK)
+			ly := wideLayer(11, tc.topK, 6)
 			E := ly.c.Embd
 			var dev backend.Device = cpu.NewDevice(0, 2, 0)
 			if tc.fast {
@@ -69,7 +72,7 @@ func TestDecodeBatch(t *testing.T) {
 			}
 			for i, p := range prompts {
 				for _, c := range []**LatentCache{&batch[i].Cache, &alone[i]} {
-					if *c, err = NewLatentCache(dev, 1, 16, ly.c.KVRank, ly.c.DRope, idx); err != nil {
+					if *c, err = NewLatentCache(dev, 1, 80, ly.c.KVRank, ly.c.DRope, idx); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -128,6 +131,20 @@ func TestDecodeBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wideLayer is testLayer with heads heads (more than four: a group of
+// four heads and a remainder in the CPU's batched attention).
+func wideLayer(seed uint64, topK, heads int) layer {
+	ly := testLayer(seed, topK)
+	c, w := ly.c, ly.w
+	r := rand.New(rand.NewPCG(seed, 8))
+	c.Heads = heads
+	w.QB = randMatrix(r, "q_b", heads*(c.DNope+c.DRope), c.QRank)
+	w.KB = randMatrix(r, "k_b", heads*c.KVRank, c.DNope)
+	w.VB = randMatrix(r, "v_b", heads*c.DV, c.KVRank)
+	w.Out = randMatrix(r, "out", c.Embd, heads*c.DV)
+	return ly
 }
 
 // TestDecodeBatchFull: a sequence whose cache has no room left fails the
