@@ -34,74 +34,24 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 	if n == 0 {
 		return
 	}
-	if d.cpu.fast {
-		c := d.cpu
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		s := d.getScratch()
-		defer d.putScratch(s)
-		s.qabs = grow(s.qabs, n*H*(kr+dr))
-		s.oabs = grow(s.oabs, n*H*kr)
-		t := &batchAttnTask{c: c, q: q, kqv: kqv, lats: lats, sels: sels, pos: pos, kb: kb, vb: vb, p: p,
-			qcat: s.qabs, ocat: s.oabs, groups: (H + 3) / 4}
-		c.pool.do(t, H) // q̃ for every head
-		t.phase = 1
-		c.pool.do(t, n*t.groups) // attention, per sequence and group of heads
-		t.phase = 2
-		c.pool.do(t, H) // W_UV for every head
-		return
-	}
-
-	// Exact path: AttentionDecode's loop with the queries of all
-	// sequences as its T rows, each over its own latent.
-	w := kr + dr
+	c := d.cpu
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	s := d.getScratch()
 	defer d.putScratch(s)
-	s.qh = grow(s.qh, n*dn)
-	s.qabs = grow(s.qabs, n*kr)
-	s.oabs = grow(s.oabs, n*kr)
-	s.vals = grow(s.vals, n*dv)
-	maxKV := 0
-	for _, ps := range pos {
-		maxKV = max(maxKV, ps+1)
-	}
-	s.scores = grow(s.scores, maxKV)
-	for h := 0; h < H; h++ {
-		for t := 0; t < n; t++ {
-			copy(s.qh[t*dn:(t+1)*dn], q[(t*H+h)*dq:(t*H+h)*dq+dn])
-		}
-		d.cpu.MatMul(s.qabs, s.qh, n, kb.Slice(h*kr, kr))
-		for t := 0; t < n; t++ {
-			lat := lats[t]
-			qabs := s.qabs[t*kr : (t+1)*kr]
-			qpe := q[(t*H+h)*dq+dn : (t*H+h+1)*dq]
-			keys := selRow(sels[t], 0, p.TopK)
-			nk := pos[t] + 1
-			sc := s.scores[:nk]
-			if keys != nil {
-				sc = s.scores[:len(keys)]
-			}
-			for i := range sc {
-				k := i
-				if keys != nil {
-					k = int(keys[i])
-				}
-				row := lat[k*w : (k+1)*w]
-				sc[i] = p.Tau * (Dot(qabs, row[:kr]) + Dot(qpe, row[kr:]))
-			}
-			attend(s.oabs[t*kr:(t+1)*kr], sc, keys, nk, func(k int) []float32 {
-				return lat[k*w : k*w+kr]
-			})
-		}
-		d.cpu.MatMul(s.vals, s.oabs, n, vb.Slice(h*dv, dv))
-		for t := 0; t < n; t++ {
-			copy(kqv[(t*H+h)*dv:(t*H+h+1)*dv], s.vals[t*dv:(t+1)*dv])
-		}
-	}
+	s.qabs = grow(s.qabs, n*H*(kr+dr))
+	s.oabs = grow(s.oabs, n*H*kr)
+	t := &batchAttnTask{c: c, q: q, kqv: kqv, lats: lats, sels: sels, pos: pos, kb: kb, vb: vb, p: p,
+		qcat: s.qabs, ocat: s.oabs, groups: (H + 3) / 4}
+	c.pool.do(t, H) // q̃ for every head
+	t.phase = 1
+	c.pool.do(t, n*t.groups) // attention, per sequence and group of heads
+	t.phase = 2
+	c.pool.do(t, H) // W_UV for every head
 }
 
-// batchAttnTask is the fast path of AttentionDecodeBatch in three
-// phases (one pool operation each):
+// batchAttnTask is AttentionDecodeBatch in three phases (one pool
+// operation each):
 //
 //  0. chunk h: q̃ = W_UK_hᵀ q_nope for the n queries of head h (one
 //     product), written with q_pe as row [q̃ ‖ q_pe] of qcat [n, H, kr+dr];
@@ -111,9 +61,11 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 //     ocat [n, H, kr];
 //  2. chunk h: o = W_UV_h ô for the n queries of head h (one product).
 //
-// The scores, the online softmax and the weighted sums are those of
-// attendOnline, which the single-sequence path runs per head: dot4 and
-// axpy4 give each row what dot1 and axpy give it.
+// The products are MatMul's, exact or fast, on one worker. On the fast
+// path the scores, the online softmax and the weighted sums are those of
+// attendOnline, which the single-sequence path runs per head (dot4 and
+// axpy4 give each row what dot1 and axpy give it); on the exact path they
+// are AttentionDecode's, head by head.
 type batchAttnTask struct {
 	c          *CPU
 	phase      int
@@ -153,6 +105,10 @@ func (a *batchAttnTask) run(wk, chunk int) {
 		if keys != nil {
 			nk = len(keys)
 		}
+		if !a.c.fast {
+			a.attendExact(ws, t, h0, keys, nk)
+			return
+		}
 		h := h0
 		if h0+4 <= H {
 			if ws.scores4 == nil {
@@ -178,6 +134,31 @@ func (a *batchAttnTask) run(wk, chunk int) {
 		for t := 0; t < n; t++ {
 			copy(a.kqv[(t*H+h)*dv:(t*H+h+1)*dv], ws.vals[t*dv:(t+1)*dv])
 		}
+	}
+}
+
+// attendExact is AttentionDecode's attention for sequence t and heads
+// h0 … h0+3 (those below Heads): scores by Dot, softmax, weighted sum by
+// Axpy, into ocat.
+func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0 int, keys []int32, nk int) {
+	p := a.p
+	H, kr, w := p.Heads, p.KVRank, p.KVRank+p.DRope
+	lat := a.lats[t]
+	ws.scores = grow(ws.scores, nk)
+	for h := h0; h < H && h < h0+4; h++ {
+		q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]
+		sc := ws.scores[:nk]
+		for i := range sc {
+			k := i
+			if keys != nil {
+				k = int(keys[i])
+			}
+			row := lat[k*w : (k+1)*w]
+			sc[i] = p.Tau * (Dot(q[:kr], row[:kr]) + Dot(q[kr:], row[kr:]))
+		}
+		attend(a.ocat[(t*H+h)*kr:(t*H+h+1)*kr], sc, keys, a.pos[t]+1, func(k int) []float32 {
+			return lat[k*w : k*w+kr]
+		})
 	}
 }
 
