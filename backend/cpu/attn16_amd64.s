@@ -172,3 +172,20 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchAVX(p *byte, n int)
+// Issues PREFETCHT0 for every 64-byte line of p[:n].
+TEXT ·prefetchAVX(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	ADDQ SI, CX
+
+loop:
+	CMPQ       SI, CX
+	JAE        done
+	PREFETCHT0 (SI)
+	ADDQ       $64, SI
+	JMP        loop
+
+done:
+	RET

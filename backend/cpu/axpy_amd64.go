@@ -107,3 +107,13 @@ func dot1(q, k []float32, n int) float32 {
 	}
 	return s
 }
+
+//go:noescape
+func prefetchAVX(p *byte, n int)
+
+// prefetch asks the CPU to bring b into its caches.
+func prefetch(b []byte) {
+	if len(b) > 0 {
+		prefetchAVX(&b[0], len(b))
+	}
+}

@@ -14,3 +14,6 @@ func axpy4(o []float32, ldo int, e *[4]float32, c []float32, n int) { axpy4Gener
 
 // dot1 returns the dot product of q[:n] and k[:n], as one row of dot4.
 func dot1(q, k []float32, n int) float32 { return dot1Generic(q, k, n) }
+
+// prefetch does nothing without assembly.
+func prefetch(b []byte) {}

@@ -219,13 +219,30 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	k.gemm(w.Data[lo*rb:], rb, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	if n == 1 {
+		// One token reads each weight byte once, from memory: fetch the
+		// next rows while this block computes, so that the kernel's work
+		// and the memory transfer overlap.
+		step := max(1, prefetchBytes/rb)
+		for r := lo; r < hi; r += step {
+			e := min(r+step, hi)
+			prefetch(w.Data[e*rb : min(e+step, hi)*rb])
+			k.gemm(w.Data[r*rb:], rb, act, lda, dst[r:], w.Rows, e-r, 1, w.Cols)
+		}
+	} else {
+		k.gemm(w.Data[lo*rb:], rb, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	}
 	if w.Scale != 0 {
 		for j := 0; j < n; j++ {
 			Scale(dst[j*w.Rows+lo:j*w.Rows+hi], w.Scale)
 		}
 	}
 }
+
+// prefetchBytes is how far ahead of the single-token product weights are
+// prefetched (measured on the CI machine from DRAM, Q6_K rows: 2 threads
+// 11-12 GB/s without, 14-15 with; Q4_K one thread 5.1 to 5.8 GB/s).
+const prefetchBytes = 8 << 10
 
 // matMulSerial is MatMul on the calling worker alone, with ws's buffers:
 // the products inside a parallel task (attention heads).
