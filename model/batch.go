@@ -85,9 +85,9 @@ func decodeEach(sessions []*Session, tokens []int32) ([][]float32, error) {
 
 // decodeBatch is forward for one new token in each of n sessions: the
 // activation rows [n, E] and the attention scratch live in the first
-// session's buffers, the attention of row i reads and grows session i's
-// cache. The phases and the order of the
-// operations on every row are forward's, so each row's result is too.
+// session's buffers; the attention of row i reads and grows session i's
+// cache. The phases and the order of the operations on every row are
+// forward's, so each row's result is too.
 func (m *Model) decodeBatch(sessions []*Session, tokens []int32) ([]float32, error) {
 	c := &m.cfg
 	T, E := len(sessions), c.Embd
