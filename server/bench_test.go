@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -162,6 +163,8 @@ func writeFlashLike(path string) error {
 // GLM-4.7-Flash-shaped model, with the fast (quantized-activation) products
 // glmrun serve uses. Each sequence holds about 64 tokens of context.
 //
+// GLMRUN_BENCH_MODEL=FILE.gguf adds another model.
+//
 //	go test ./server -run '^$' -bench Decode -benchtime 20x
 func BenchmarkDecode(b *testing.B) {
 	flash := filepath.Join(b.TempDir(), "glm47flash-synthetic.Q8_0.gguf")
@@ -170,10 +173,16 @@ func BenchmarkDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("wrote %s in %v", flash, time.Since(start).Round(time.Millisecond))
-	for _, mc := range []struct{ name, path string }{
+	models := []struct{ name, path string }{
 		{"glm5-mini", testModelPath},
 		{"glm47flash-synthetic", flash},
-	} {
+	}
+	// A model too big for the CPU caches shows what batching saves when
+	// weights stream from DRAM, e.g. the reference shape of glmrun synth.
+	if path := os.Getenv("GLMRUN_BENCH_MODEL"); path != "" {
+		models = append(models, struct{ name, path string }{filepath.Base(path), path})
+	}
+	for _, mc := range models {
 		m, err := model.Load(mc.path, model.Options{Fast: true})
 		if err != nil {
 			b.Fatal(err)
