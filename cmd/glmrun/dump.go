@@ -40,6 +40,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "worker goroutines per device (0: the physical cores)")
 	fast := fs.Bool("fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
+	backendName := fs.String("backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, dumpUsage)
 		fs.PrintDefaults()
@@ -83,7 +84,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%w: --text %q gives no tokens", errUsage, *text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast, Backend: *backendName})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
+	_ "github.com/glmrun/glmrun/backend/cpu"  // registers the "cpu" backend
+	_ "github.com/glmrun/glmrun/backend/cuda" // registers "cuda" (libcuda.so.1 is loaded only when chosen)
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/tokenizer"
@@ -56,6 +57,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", 0, "worker goroutines per device (0: the physical cores)")
 	fast := fs.Bool("fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
+	backendName := fs.String("backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, logitsUsage)
 		fs.PrintDefaults()
@@ -99,7 +101,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 			return errors.New("--text gives no tokens")
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast, Backend: *backendName})
 	if err != nil {
 		return err
 	}

@@ -105,9 +105,19 @@ func TestLogitsErrors(t *testing.T) {
 		{"outside vocab", []string{"logits", "-m", modelFile, "--tokens", "1,5000"}, 1, "outside the vocabulary"},
 		{"tokens and text", []string{"logits", "-m", modelFile, "--tokens", "1", "--text", "a"}, 2, "not both"},
 		{"missing file", []string{"logits", "-m", "nonexistent.gguf", "--tokens", "1"}, 1, "nonexistent.gguf"},
+		{"no cuda driver", []string{"logits", "-m", modelFile, "--tokens", "1", "--backend", "cuda"}, 1, "no CUDA driver"},
+		{"dump without cuda driver", []string{"dump", "-m", modelFile, "--tokens", "1", "-o", "DIR", "--backend", "cuda"}, 1, "no CUDA driver"},
+		{"unknown backend", []string{"logits", "-m", modelFile, "--tokens", "1", "--backend", "tpu"}, 1, "tpu"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// No driver, even on a GPU machine.
+			t.Setenv("GLMRUN_LIBCUDA", filepath.Join(t.TempDir(), "no-libcuda.so.1"))
+			for i, a := range tc.args {
+				if a == "DIR" {
+					tc.args[i] = t.TempDir()
+				}
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(tc.args, &stdout, &stderr)
 			if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
