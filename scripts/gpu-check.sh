@@ -75,4 +75,14 @@ crc=$?
 end=$(date +%s.%N)
 echo "  exit $crc in $(echo "$end - $start" | bc 2>/dev/null || echo '?') s; output: $(head -c 200 "$OUT/cli.out" | tr '\n' ' ')" | tee -a "$S"
 tail -n 3 "$OUT/cli.err" | sed 's/^/  stderr: /' | tee -a "$S"
-[ $rc -eq 0 ] && [ $crc -eq 0 ]
+# Layer by layer: the same prompt dumped on the CPU and on the GPU, then
+# glmrun diff names the first tensor that differs (if any).
+echo "diff: glmrun dump --backend cpu vs --backend cuda (glm5-mini.Q8_0, P1 text)" | tee -a "$S"
+for b in cpu cuda; do
+	timeout -k 5 60 "$BIN/glmrun" dump -m testdata/models/glm5-mini.Q8_0.gguf --text "The capital of France is" \
+		--backend $b -o "$OUT/dump-$b" >/dev/null 2>"$OUT/dump-$b.err" || tail -n 2 "$OUT/dump-$b.err" | tee -a "$S"
+done
+timeout -k 5 60 "$BIN/glmrun" diff "$OUT/dump-cpu" "$OUT/dump-cuda" >"$OUT/diff.out" 2>&1
+drc=$?
+tail -n 1 "$OUT/diff.out" | sed 's/^/  /' | tee -a "$S"
+[ $rc -eq 0 ] && [ $crc -eq 0 ] && [ $drc -eq 0 ]
