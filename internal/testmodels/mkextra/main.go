@@ -45,9 +45,13 @@ var bf16Subset = []string{
 }
 
 func main() {
-	shared := flag.String("shared", "../shared/testdata/models", "directory of the shared original models")
+	shared := flag.String("shared", "", "directory of the original models (required; the team's reference set, not in the repo)")
 	out := flag.String("out", "testdata/models", "directory to write to (also holds glm5-mini.Q8_0.gguf)")
 	flag.Parse()
+	if *shared == "" {
+		fmt.Fprintln(os.Stderr, "mkextra: -shared DIR is required")
+		os.Exit(2)
+	}
 	if err := run(*shared, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "mkextra:", err)
 		os.Exit(1)
