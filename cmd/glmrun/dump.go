@@ -5,10 +5,8 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/dump"
-	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
 const dumpUsage = `usage: glmrun dump -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) -o DIR [--decode] [--tp N]
@@ -32,15 +30,9 @@ Flags:
 
 func runDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dump", stderr)
-	modelPath := fs.String("m", "", "model GGUF file (required)")
-	tokenList := fs.String("tokens", "", "comma-separated token ids")
-	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
+	var ff forwardFlags
+	ff.register(fs)
 	outDir := fs.String("o", "", "output directory (required; created if needed)")
-	decode := fs.Bool("decode", false, "one token at a time through the decode path")
-	threads := fs.Int("threads", 0, "worker goroutines per device (0: the physical cores)")
-	fast := fs.Bool("fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
-	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
-	backendName := fs.String("backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, dumpUsage)
 		fs.PrintDefaults()
@@ -48,56 +40,27 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	case *modelPath == "":
-		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
-	case *outDir == "":
+	if err := ff.check(fs); err != nil {
+		return err
+	}
+	if *outDir == "" {
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
-	case *threads < 0:
-		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
-	case *tp < 1:
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
 	}
-	var tokens []int32
-	switch {
-	case *text != "" && *tokenList != "":
-		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
-	case *text == "":
-		var err error
-		if tokens, err = parseTokenIDs(*tokenList); err != nil { // shared with glmrun logits
-			return fmt.Errorf("%w: --tokens: %v", errUsage, err)
-		}
-	}
-	f, err := gguf.Open(*modelPath)
+	f, m, tokens, err := ff.load()
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if *text != "" {
-		tok, err := tokenizer.New(f)
-		if err != nil {
-			return err
-		}
-		if tokens = tok.Encode(*text, true, true); len(tokens) == 0 {
-			return fmt.Errorf("%w: --text %q gives no tokens", errUsage, *text)
-		}
-	}
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast, Backend: *backendName})
-	if err != nil {
-		return err
-	}
 	defer m.Close()
 	ids := make([]int, len(tokens))
 	for i, t := range tokens {
 		ids[i] = int(t)
 	}
-	w, err := dump.Create(*outDir, dump.Info{Model: filepath.Base(*modelPath), Tokens: ids})
+	w, err := dump.Create(*outDir, dump.Info{Model: filepath.Base(ff.model), Tokens: ids})
 	if err != nil {
 		return err
 	}
-	runErr := runForDump(m, w, tokens, *decode)
+	runErr := runForDump(m, w, tokens, ff.decode)
 	if err := w.Close(); runErr == nil && err != nil {
 		runErr = err
 	}
@@ -109,7 +72,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	path := "prefill"
-	if *decode {
+	if ff.decode {
 		path = "decode"
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %d tensors for %d tokens (%s path) to %s\n", len(d.Tensors), len(tokens), path, *outDir)

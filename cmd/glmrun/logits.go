@@ -13,9 +13,7 @@ import (
 
 	_ "github.com/glmrun/glmrun/backend/cpu"  // registers the "cpu" backend
 	_ "github.com/glmrun/glmrun/backend/cuda" // registers "cuda" (libcuda.so.1 is loaded only when chosen)
-	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
-	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
 const logitsUsage = `usage: glmrun logits -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) [--decode] [--top N] [--tp N]
@@ -49,15 +47,9 @@ type logitsOutput struct {
 
 func runLogits(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("logits", stderr)
-	modelPath := fs.String("m", "", "model GGUF file (required)")
-	tokenList := fs.String("tokens", "", "comma-separated token ids")
-	text := fs.String("text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
-	decode := fs.Bool("decode", false, "one token at a time through the decode path")
+	var ff forwardFlags
+	ff.register(fs)
 	top := fs.Int("top", 0, "also list the N largest logits per position")
-	threads := fs.Int("threads", 0, "worker goroutines per device (0: the physical cores)")
-	fast := fs.Bool("fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
-	tp := fs.Int("tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
-	backendName := fs.String("backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, logitsUsage)
 		fs.PrintDefaults()
@@ -65,52 +57,24 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	case *modelPath == "":
-		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
-	case *top < 0:
+	if err := ff.check(fs); err != nil {
+		return err
+	}
+	if *top < 0 {
 		return fmt.Errorf("%w: --top %d: want >= 0", errUsage, *top)
-	case *threads < 0:
-		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, *threads)
-	case *tp < 1:
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
-	case *text != "" && *tokenList != "":
-		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
 	}
-	var tokens []int32
-	if *text == "" {
-		var err error
-		if tokens, err = parseTokenIDs(*tokenList); err != nil {
-			return fmt.Errorf("%w: --tokens: %v", errUsage, err)
-		}
-	}
-	f, err := gguf.Open(*modelPath)
+	f, m, tokens, err := ff.load()
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if *text != "" {
-		tok, err := tokenizer.New(f)
-		if err != nil {
-			return err
-		}
-		// As llama.cpp's refs: the model's BOS rule, special tokens parsed.
-		if tokens = tok.Encode(*text, true, true); len(tokens) == 0 {
-			return errors.New("--text gives no tokens")
-		}
-	}
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Fast: *fast, Backend: *backendName})
-	if err != nil {
-		return err
-	}
+	defer m.Close()
 	s, err := m.NewSession(model.SessionOptions{ContextSize: max(len(tokens), 1)})
 	if err != nil {
 		return err
 	}
 	out := logitsOutput{Tokens: tokens}
-	if *decode {
+	if ff.decode {
 		for _, tok := range tokens {
 			row, err := s.Decode(tok)
 			if err != nil {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// forwardFlags are the flags shared by the commands that run the model once
+// over a token sequence and look at what it computed (logits, dump): the
+// model, the tokens or the text, which path, and where it runs.
+type forwardFlags struct {
+	model, tokens, text, backend string
+	decode, fast                 bool
+	threads, tp                  int
+}
+
+// register defines the flags on fs.
+func (ff *forwardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&ff.model, "m", "", "model GGUF file (required)")
+	fs.StringVar(&ff.tokens, "tokens", "", "comma-separated token ids")
+	fs.StringVar(&ff.text, "text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
+	fs.BoolVar(&ff.decode, "decode", false, "one token at a time through the decode path")
+	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores)")
+	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
+	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
+	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
+}
+
+// check reports flag values that make no sense, as usage errors.
+func (ff *forwardFlags) check(fs *flag.FlagSet) error {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	case ff.model == "":
+		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
+	case ff.threads < 0:
+		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, ff.threads)
+	case ff.tp < 1:
+		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, ff.tp)
+	case ff.text != "" && ff.tokens != "":
+		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
+	}
+	return nil
+}
+
+// load opens the model file, builds the model and resolves the token
+// sequence (--text is tokenized as llama.cpp's refs were: the model's BOS
+// rule, special tokens parsed). The caller closes both the file and the model.
+func (ff *forwardFlags) load() (*gguf.File, *model.Model, []int32, error) {
+	var tokens []int32
+	if ff.text == "" {
+		var err error
+		if tokens, err = parseTokenIDs(ff.tokens); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: --tokens: %v", errUsage, err)
+		}
+	}
+	f, err := gguf.Open(ff.model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if ff.text != "" {
+		tok, err := tokenizer.New(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, nil, err
+		}
+		if tokens = tok.Encode(ff.text, true, true); len(tokens) == 0 {
+			f.Close()
+			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
+		}
+	}
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, Backend: ff.backend})
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, err
+	}
+	return f, m, tokens, nil
+}
