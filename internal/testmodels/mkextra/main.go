@@ -7,9 +7,11 @@
 //     glm5-mini.BF16 and a few of its tensors, byte-identical, for BF16
 //     dequantization checks on GLM shapes.
 //
-// Run it once from the repository root:
+// It is a maintainer's tool, run by hand once when the originals change,
+// never by tests: they read only what it wrote into testdata/. From the
+// repository root, with DIR the folder of the original models:
 //
-//	go run ./internal/testmodels/mkextra -shared ../shared/testdata/models
+//	go run ./internal/testmodels/mkextra -shared DIR
 package main
 
 import (
