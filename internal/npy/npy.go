@@ -21,6 +21,17 @@ var magic = []byte("\x93NUMPY")
 // header returns the version 1.0 header for an array of dtype descr and the
 // given shape, padded so that the data starts on a 64-byte boundary.
 func header(descr string, shape []int) []byte {
+	h, _ := Header(descr, shape, 0) // with size 0 it cannot fail
+	return h
+}
+
+// Header returns the format 1.0 header of a little-endian C-order array of
+// dtype descr ("<f4", "<i4") and shape, padded with spaces to exactly size
+// bytes, so that a writer that streams the data first can write the header
+// in place once the shape is known. Size 0 means the shortest length that
+// keeps the data 64-byte aligned. It fails when the header needs more than
+// size bytes.
+func Header(descr string, shape []int, size int) ([]byte, error) {
 	dims := make([]string, len(shape))
 	for i, d := range shape {
 		dims[i] = strconv.Itoa(d)
@@ -30,13 +41,23 @@ func header(descr string, shape []int) []byte {
 		s += ","
 	}
 	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, s)
-	total := len(magic) + 2 + 2 + len(dict) + 1
-	pad := (64 - total%64) % 64
-	dict += strings.Repeat(" ", pad) + "\n"
-	h := append([]byte{}, magic...)
+	const pre = 10 // magic (6), version (2), header length (2)
+	need := pre + len(dict) + 1
+	switch {
+	case size == 0:
+		size = need + (64-need%64)%64
+	case need > size:
+		return nil, fmt.Errorf("npy: header for shape %v needs %d bytes, more than %d", shape, need, size)
+	}
+	h := make([]byte, 0, size)
+	h = append(h, magic...)
 	h = append(h, 1, 0)
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(dict)))
-	return append(h, dict...)
+	h = binary.LittleEndian.AppendUint16(h, uint16(size-pre))
+	h = append(h, dict...)
+	for len(h) < size-1 {
+		h = append(h, ' ')
+	}
+	return append(h, '\n'), nil
 }
 
 func count(shape []int) (int, error) {

@@ -66,3 +66,21 @@ func TestReadRejectsLies(t *testing.T) {
 		t.Fatal("bad magic accepted")
 	}
 }
+
+func TestHeaderFixedSize(t *testing.T) {
+	h, err := Header("<i4", []int{3, 4}, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 256 || h[255] != '\n' {
+		t.Fatalf("header of %d bytes ending in %q, want 256 ending in newline", len(h), h[len(h)-1])
+	}
+	data := make([]byte, 4*12)
+	a, err := Read(bytes.NewReader(append(h, data...)), int64(256+len(data)))
+	if err != nil || len(a.I32) != 12 || a.Shape[0] != 3 || a.Shape[1] != 4 {
+		t.Fatalf("read back: %v %+v", err, a)
+	}
+	if _, err := Header("<f4", []int{1, 2, 3, 4}, 32); err == nil {
+		t.Fatal("a header longer than its size was accepted")
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/glmrun/glmrun/internal/npy"
 )
 
 // IndexFile is the name of the index in a dump directory (both layouts).
@@ -260,30 +262,6 @@ func (w *Writer) fileName(name string) string {
 	return file
 }
 
-// npyHeader returns the .npy 1.0 header of a little-endian C-order array
-// of dtype descr ("<f4", "<i4") and the given shape, padded with spaces to
-// exactly headerLen bytes.
-func npyHeader(descr string, shape []int) []byte {
-	dims := make([]string, len(shape))
-	for i, d := range shape {
-		dims[i] = strconv.Itoa(d)
-	}
-	s := strings.Join(dims, ", ")
-	if len(shape) == 1 {
-		s += ","
-	}
-	dict := "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + s + "), }"
-	const pre = 10 // magic (6), version (2), header length (2)
-	h := make([]byte, 0, headerLen)
-	h = append(h, "\x93NUMPY\x01\x00"...)
-	h = binary.LittleEndian.AppendUint16(h, headerLen-pre)
-	h = append(h, dict...)
-	for len(h) < headerLen-1 {
-		h = append(h, ' ')
-	}
-	return append(h, '\n')
-}
-
 // indexJSON is the layout of a glmrun index.json.
 type indexJSON struct {
 	Model   string       `json:"model"`
@@ -322,7 +300,11 @@ func (w *Writer) Close() error {
 			}
 		} else {
 			if err == nil {
-				if _, werr := e.f.WriteAt(npyHeader("<f4", e.shape), 0); werr != nil {
+				h, werr := npy.Header("<f4", e.shape, headerLen)
+				if werr == nil {
+					_, werr = e.f.WriteAt(h, 0)
+				}
+				if werr != nil {
 					err = fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, werr)
 				}
 			}
@@ -351,8 +333,12 @@ func (w *Writer) writeIDs(e *wentry) error {
 	if len(e.shape) > 1 {
 		width = e.shape[len(e.shape)-1]
 	}
+	h, err := npy.Header("<i4", e.shape, headerLen)
+	if err != nil {
+		return fmt.Errorf("dump: %s: tensor %q: %w", w.dir, e.name, err)
+	}
 	b := make([]byte, 0, headerLen+4*width*len(e.idRows))
-	b = append(b, npyHeader("<i4", e.shape)...)
+	b = append(b, h...)
 	for _, row := range e.idRows {
 		for j := range width {
 			v := int32(-1)
