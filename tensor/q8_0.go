@@ -42,27 +42,36 @@ func dequantQ8_1(src []byte, dst []float32) {
 // unrounded d.
 func quantQ8_0(src []float32, dst []byte) {
 	for i := range len(src) / 32 {
-		x := (*[32]float32)(src[i*32:])
 		b := (*[sizeQ8_0]byte)(dst[i*sizeQ8_0:])
-		var amax float32
-		for _, v := range x {
-			if a := abs32(v); a > amax {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, _ := quantBlock32((*[32]float32)(src[i*32:]), (*[32]byte)(b[2:]))
 		binary.LittleEndian.PutUint16(b[0:], F32ToF16(d))
-		qs := (*[32]byte)(b[2:])
-		for j, v := range x {
-			// The conversion keeps the product rounded, as in ggml, where the
-			// compiler could otherwise fuse it into roundAway's subtraction.
-			qs[j] = byte(int8(roundAway(float32(v * id))))
+	}
+}
+
+// quantBlock32 quantizes one block of 32 values to int8 as ggml's Q8_0 and
+// Q8_1 reference quantizers do: d = amax/127, q = round(x·(1/d)) with ties
+// away from zero, the inverse taken from the unrounded d (0 for an all-zero
+// block). It returns the unrounded d and the sum of the quants.
+func quantBlock32(x *[32]float32, qs *[32]byte) (d float32, sum int32) {
+	var amax float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax = a
 		}
 	}
+	d = amax / 127
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	for j, v := range x {
+		// The conversion keeps the product rounded, as in ggml, where the
+		// compiler could otherwise fuse it into roundAway's subtraction.
+		q := int8(roundAway(float32(v * id)))
+		qs[j] = byte(q)
+		sum += int32(q)
+	}
+	return d, sum
 }
 
 // roundAway rounds x to the nearest integer with ties away from zero, as C's

@@ -10,28 +10,8 @@ import "encoding/binary"
 // integer and multiplied by the unrounded d in float32.
 func quantQ8_1(src []float32, dst []byte) {
 	for i := range len(src) / 32 {
-		x := (*[32]float32)(src[i*32:])
 		b := (*[sizeQ8_1]byte)(dst[i*sizeQ8_1:])
-		var amax float32
-		for _, v := range x {
-			if a := abs32(v); a > amax {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		qs := (*[32]byte)(b[4:])
-		var sum int32
-		for j, v := range x {
-			// The conversion keeps the product rounded (no fused
-			// multiply-add into roundAway's subtraction), as in ggml.
-			q := roundAway(float32(v * id))
-			qs[j] = byte(int8(q))
-			sum += int32(int8(q))
-		}
+		d, sum := quantBlock32((*[32]float32)(src[i*32:]), (*[32]byte)(b[4:]))
 		binary.LittleEndian.PutUint16(b[0:], F32ToF16(d))
 		binary.LittleEndian.PutUint16(b[2:], F32ToF16(float32(sum)*d))
 	}
