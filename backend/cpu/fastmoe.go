@@ -139,7 +139,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 		}
 		rb := rowSize(k.act, E)
 		s.xq = growBytes(s.xq, T*rb)
-		quantizeRows(k.act, s.xq, y, E, rb, 0, T)
+		quantizeRows(k.act, s.xq, y, E, rb, 0, T, d.cpu.hook)
 		*buf = growBytes(*buf, n*rb)
 		for p, j := range s.slots {
 			t := slotToken(j, K)

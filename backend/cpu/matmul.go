@@ -26,7 +26,20 @@ type CPU struct {
 	moe     moeScratch
 	qt      quantTask
 	ws      []workerScratch // per worker; used only inside pool tasks
+	hook    ActivationHook
 }
+
+// ActivationHook is called by the fast products after each activation row
+// is quantized, with the row's float32 values x and its quantized blocks q
+// (of type t, the weight type's VecDotType); it may change q. It exists for
+// numerical debugging, e.g. to study roundings that fall within float
+// noise of a tie. Workers call it concurrently, and rows arrive in no
+// particular order.
+type ActivationHook func(t tensor.Type, x []float32, q []byte)
+
+// SetActivationHook installs h on the CPU's fast products (nil removes
+// it). Call it while no product runs.
+func (c *CPU) SetActivationHook(h ActivationHook) { c.hook = h }
 
 // workerScratch holds one worker's buffers, grown on demand.
 type workerScratch struct {
@@ -146,7 +159,7 @@ func (c *CPU) quantize(x []float32, n, cols int, t tensor.Type) ([]byte, int) {
 	}
 	c.act = c.act[:n*rb]
 	q := &c.qt
-	*q = quantTask{t: t, x: x, dst: c.act, cols: cols, rb: rb, per: n}
+	*q = quantTask{hook: c.hook, t: t, x: x, dst: c.act, cols: cols, rb: rb, per: n}
 	if n >= 8 && c.workers > 1 {
 		q.per = (n + c.workers - 1) / c.workers
 	}
@@ -168,16 +181,20 @@ func rowSize(t tensor.Type, cols int) int {
 // with ggml's reference quantizers (tensor.Quantize). (ggml's AVX2 Q8_0
 // quantizer multiplies by 127/amax and rounds ties to even; the
 // glm5-dense references match the reference quantizer, not that one.)
-func quantizeRows(t tensor.Type, dst []byte, x []float32, cols, rb, lo, hi int) {
+func quantizeRows(t tensor.Type, dst []byte, x []float32, cols, rb, lo, hi int, hook ActivationHook) {
 	for r := lo; r < hi; r++ {
 		if err := tensor.Quantize(t, x[r*cols:(r+1)*cols], dst[r*rb:(r+1)*rb]); err != nil {
 			panic(fmt.Sprintf("cpu: quantize activations: %v", err))
+		}
+		if hook != nil {
+			hook(t, x[r*cols:(r+1)*cols], dst[r*rb:(r+1)*rb])
 		}
 	}
 }
 
 // quantTask quantizes activation rows, per rows a chunk.
 type quantTask struct {
+	hook          ActivationHook
 	t             tensor.Type
 	x             []float32
 	dst           []byte
@@ -187,7 +204,7 @@ type quantTask struct {
 func (q *quantTask) run(_, i int) {
 	lo := i * q.per
 	hi := min(lo+q.per, len(q.dst)/q.rb)
-	quantizeRows(q.t, q.dst, q.x, q.cols, q.rb, lo, hi)
+	quantizeRows(q.t, q.dst, q.x, q.cols, q.rb, lo, hi, q.hook)
 }
 
 // matTask is one MatMul: chunk i is output rows [i·rowsPer, …).
@@ -263,7 +280,7 @@ func (c *CPU) matMulSerial(ws *workerScratch, dst, x []float32, n int, w backend
 			ws.act = make([]byte, n*lda)
 		}
 		act = ws.act[:n*lda]
-		quantizeRows(k.act, act, x, w.Cols, lda, 0, n)
+		quantizeRows(k.act, act, x, w.Cols, lda, 0, n, c.hook)
 	}
 	gemmRows(k, dst, act, lda, n, w, 0, w.Rows)
 }
