@@ -32,13 +32,14 @@ type BatchDecoder interface {
 // projections (q_a, its norm, q_b, kv_a, its norm, the indexer's) and
 // attn_output run over all n rows at once, as does the absorbed attention
 // on devices that implement BatchDecoder; only the attention over each
-// sequence's cache is per sequence. Each sequence's cache grows by its new
-// row. Every row is computed with the operations Forward uses for T = 1,
+// sequence's cache is per sequence. Each sequence's new row goes to its
+// cache. Every row is computed with the operations Forward uses for T = 1,
 // so the results equal n separate Forward calls.
 //
 // s.KQV holds the [n, Heads·dv] attention output afterwards; s.Sel is nil
 // (the selections are per sequence). Errors are allocation failures and
-// positions beyond a cache; device faults surface from Sync.
+// positions beyond a cache (wrapping ErrContextFull and naming the
+// sequence, before anything is issued); device faults surface from Sync.
 func (a *MLA) DecodeBatch(out, x backend.Buffer, seqs []Seq, s *Scratch) error {
 	c, w, dev := a.Cfg, a.W, a.Dev
 	n := len(seqs)
@@ -48,7 +49,7 @@ func (a *MLA) DecodeBatch(out, x backend.Buffer, seqs []Seq, s *Scratch) error {
 	H, dn, dr, dv, kr := w.Heads, c.DNope, c.DRope, c.DV, c.KVRank
 	dq, wd := dn+dr, kr+dr
 	for i, sq := range seqs {
-		if err := sq.Cache.grow(a.Layer, sq.Pos+1); err != nil {
+		if err := sq.Cache.room(a.Layer, sq.Pos+1); err != nil {
 			return fmt.Errorf("attention: sequence %d: %w", i, err)
 		}
 	}

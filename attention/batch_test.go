@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -167,7 +168,7 @@ func TestDecodeBatchFull(t *testing.T) {
 	x, _ := dev.Alloc(2 * ly.c.Embd)
 	out, _ := dev.Alloc(2 * ly.c.Embd)
 	err = a.DecodeBatch(out, x, seqs, NewScratch(dev))
-	if err == nil || !strings.Contains(err.Error(), "sequence 1") || !strings.Contains(err.Error(), "beyond size") {
+	if !errors.Is(err, ErrContextFull) || !strings.Contains(err.Error(), "sequence 1") {
 		t.Errorf("err = %v, want one naming sequence 1 and the cache size", err)
 	}
 }

@@ -1,38 +1,51 @@
 package attention
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/glmrun/glmrun/backend"
 )
+
+// ErrContextFull is wrapped by the errors for tokens at positions beyond a
+// LatentCache's size.
+var ErrContextFull = errors.New("context is full")
 
 // LatentCache holds on one device, per layer and position, the normalized
 // KV latent c (KVRank values) followed by the roped shared key k_pe (DRope
 // values), and for layers with a DSA indexer the indexer key (IndexDim
 // values), all in float32. Position p of a single sequence lives in row
-// p. Rows are allocated as positions are first written (capacity doubling
-// up to Size). Under tensor parallelism every device holds the whole
-// cache: the latent is shared by all heads.
+// p. Every layer's rows for all Size positions are allocated, and zeroed,
+// when the cache is made, so that its memory is counted from the start
+// and never grows or moves; a position at or beyond Size is an error
+// wrapping ErrContextFull. Under tensor parallelism every device holds the
+// whole cache: the latent is shared by all heads.
 type LatentCache struct {
 	KVRank, DRope int
-	Size          int // maximum number of positions
+	Size          int // number of positions
 	Dev           backend.Device
 
-	latent   []backend.Buffer // [layer] capacity rows of Width()
-	index    []backend.Buffer // [layer] capacity rows of indexDim[layer]; nil without indexer
-	rows     []int            // [layer] capacity in positions
+	latent   []backend.Buffer // [layer] Size rows of Width()
+	index    []backend.Buffer // [layer] Size rows of indexDim[layer]; nil without indexer
 	indexDim []int
 
-	// Views made when a layer's rows are allocated, so that a decode
-	// step takes its views without making new ones (Slice may allocate):
-	// [layer][p] are positions [0, p+1) and position p alone.
+	// Views of the rows, made when a layer's positions are first reached
+	// (in doubling steps) and kept, so that a decode step takes its views
+	// without making new ones (Slice may allocate): [layer][p] are
+	// positions [0, p+1) and position p alone.
 	latPrefix, latRow [][]backend.Buffer
 	idxPrefix, idxRow [][]backend.Buffer
 }
 
-// NewLatentCache returns an empty cache on dev for layers layers of up to
-// size positions. indexDims[l] is the indexer key width of layer l (0 for
-// a layer without indexer); indexDims may be nil.
+// zeroChunk is the most values NewLatentCache zeroes with one Write.
+const zeroChunk = 1 << 16
+
+// NewLatentCache returns an empty cache on dev for layers layers of size
+// positions, allocating all of its device memory. indexDims[l] is the
+// indexer key width of layer l (0 for a layer without indexer); indexDims
+// may be nil. An allocation error (such as a device budget exceeded)
+// names the layer.
 func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDims []int) (*LatentCache, error) {
 	if layers <= 0 || size <= 0 || kvRank <= 0 || dRope < 0 {
 		return nil, fmt.Errorf("attention: bad cache shape: %d layers, %d positions, rank %d, rope %d",
@@ -41,6 +54,16 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	if indexDims != nil && len(indexDims) != layers {
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
+	widest := kvRank + dRope
+	for l, d := range indexDims {
+		if d < 0 {
+			return nil, fmt.Errorf("attention: layer %d: negative indexer width %d", l, d)
+		}
+		widest = max(widest, d)
+	}
+	if size > math.MaxInt32/widest {
+		return nil, fmt.Errorf("attention: a cache of %d positions of %d values is too large", size, widest)
+	}
 	c := &LatentCache{
 		KVRank:    kvRank,
 		DRope:     dRope,
@@ -48,7 +71,6 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 		Dev:       dev,
 		latent:    make([]backend.Buffer, layers),
 		index:     make([]backend.Buffer, layers),
-		rows:      make([]int, layers),
 		indexDim:  make([]int, layers),
 		latPrefix: make([][]backend.Buffer, layers),
 		latRow:    make([][]backend.Buffer, layers),
@@ -56,7 +78,34 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 		idxRow:    make([][]backend.Buffer, layers),
 	}
 	copy(c.indexDim, indexDims)
+	zeros := make([]float32, min(size*widest, zeroChunk))
+	for l := range layers {
+		var err error
+		if c.latent[l], err = alloc(dev, size*c.Width(), zeros); err != nil {
+			c.Free()
+			return nil, fmt.Errorf("attention: latent cache of layer %d (%d positions): %w", l, size, err)
+		}
+		if d := c.indexDim[l]; d > 0 {
+			if c.index[l], err = alloc(dev, size*d, zeros); err != nil {
+				c.Free()
+				return nil, fmt.Errorf("attention: indexer cache of layer %d (%d positions): %w", l, size, err)
+			}
+		}
+	}
 	return c, nil
+}
+
+// alloc returns a buffer of n values on dev, zeroed from zeros.
+func alloc(dev backend.Device, n int, zeros []float32) (backend.Buffer, error) {
+	b, err := dev.Alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	for off := 0; off < n; off += len(zeros) {
+		k := min(len(zeros), n-off)
+		dev.Write(b.Slice(off, k), zeros[:k])
+	}
+	return b, nil
 }
 
 // Width returns the latent row width KVRank + DRope.
@@ -71,29 +120,23 @@ func (c *LatentCache) BytesPerToken() int64 {
 	return n
 }
 
-// grow makes room for positions [0, n) in layer l, keeping the rows
-// written so far.
-func (c *LatentCache) grow(l, n int) error {
+// Bytes returns the device bytes the cache holds: Size positions.
+func (c *LatentCache) Bytes() int64 { return int64(c.Size) * c.BytesPerToken() }
+
+// room checks that positions [0, n) of layer l are within the cache and
+// makes the views of those not reached before. Its error wraps
+// ErrContextFull.
+func (c *LatentCache) room(l, n int) error {
 	if n > c.Size {
-		return fmt.Errorf("attention: cache position %d beyond size %d", n-1, c.Size)
+		return fmt.Errorf("attention: %w: %d positions, position %d does not fit", ErrContextFull, c.Size, n-1)
 	}
-	if n <= c.rows[l] {
+	if n <= len(c.latRow[l]) {
 		return nil
 	}
-	rows := min(max(n, 2*c.rows[l]), c.Size)
-	lat, err := regrow(c.Dev, c.latent[l], c.rows[l]*c.Width(), rows*c.Width())
-	if err != nil {
-		return fmt.Errorf("attention: latent cache of layer %d: %w", l, err)
+	if c.latent[l] == nil {
+		return fmt.Errorf("attention: layer %d: the cache was freed", l)
 	}
-	c.latent[l] = lat
-	if d := c.indexDim[l]; d > 0 {
-		idx, err := regrow(c.Dev, c.index[l], c.rows[l]*d, rows*d)
-		if err != nil {
-			return fmt.Errorf("attention: indexer cache of layer %d: %w", l, err)
-		}
-		c.index[l] = idx
-	}
-	c.rows[l] = rows
+	rows := min(max(n, 2*len(c.latRow[l])), c.Size)
 	c.latPrefix[l], c.latRow[l] = views(c.latent[l], rows, c.Width(), c.latPrefix[l], c.latRow[l])
 	if d := c.indexDim[l]; d > 0 {
 		c.idxPrefix[l], c.idxRow[l] = views(c.index[l], rows, d, c.idxPrefix[l], c.idxRow[l])
@@ -101,35 +144,18 @@ func (c *LatentCache) grow(l, n int) error {
 	return nil
 }
 
-// views returns the prefix and single-row views of rows rows of width w
-// of b, reusing the slices prefix and row.
+// views extends the prefix and single-row views of rows of width w of b,
+// prefix and row, to rows rows.
 func views(b backend.Buffer, rows, w int, prefix, row []backend.Buffer) ([]backend.Buffer, []backend.Buffer) {
-	prefix, row = prefix[:0], row[:0]
-	for p := range rows {
+	for p := len(row); p < rows; p++ {
 		prefix = append(prefix, b.Slice(0, (p+1)*w))
 		row = append(row, b.Slice(p*w, w))
 	}
 	return prefix, row
 }
 
-// regrow returns a buffer of n values holding the first old values of b,
-// freeing b.
-func regrow(dev backend.Device, b backend.Buffer, old, n int) (backend.Buffer, error) {
-	nb, err := dev.Alloc(n)
-	if err != nil {
-		return nil, err
-	}
-	if b != nil {
-		if old > 0 {
-			dev.Copy(nb.Slice(0, old), b.Slice(0, old))
-		}
-		dev.Free(b)
-	}
-	return nb, nil
-}
-
 // Latent returns the cached rows [c | k_pe] of layer l for positions
-// [0, n), n·Width() values (n ≥ 1, within what grow made room for).
+// [0, n), n·Width() values (n ≥ 1, within what Forward has reached).
 func (c *LatentCache) Latent(l, n int) backend.Buffer {
 	if n == 0 {
 		return c.latent[l].Slice(0, 0)
@@ -165,7 +191,8 @@ func (c *LatentCache) indexRows(l, p, T int) backend.Buffer {
 	return c.index[l].Slice(p*c.indexDim[l], T*c.indexDim[l])
 }
 
-// Free returns the cache's memory to the device; the cache is empty after.
+// Free returns the cache's memory to the device; the cache must not be
+// used after.
 func (c *LatentCache) Free() {
 	for l := range c.latent {
 		if c.latent[l] != nil {
@@ -176,7 +203,6 @@ func (c *LatentCache) Free() {
 			c.Dev.Free(c.index[l])
 			c.index[l] = nil
 		}
-		c.rows[l] = 0
 		c.latPrefix[l], c.latRow[l], c.idxPrefix[l], c.idxRow[l] = nil, nil, nil, nil
 	}
 }

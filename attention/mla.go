@@ -222,11 +222,16 @@ func (g *bufs) get(s *backend.Scratch, n int) backend.Buffer {
 // whole of it without tensor parallelism). It writes the new tokens'
 // latents (and indexer keys) to the cache and attends causally over
 // positions [0, pos0+T). Both forms give the same result up to rounding.
-// Errors are allocation failures; device faults surface from Sync.
+// Errors are allocation failures and positions beyond the cache (wrapping
+// ErrContextFull, before anything is issued); device faults surface from
+// Sync.
 func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s *Scratch, form Form) error {
 	c, w, dev := a.Cfg, a.W, a.Dev
 	H, dn, dr, dv, kr := w.Heads, c.DNope, c.DRope, c.DV, c.KVRank
 	dq, wd, nKV := dn+dr, kr+dr, pos0+T
+	if err := cache.room(a.Layer, nKV); err != nil {
+		return err
+	}
 	var g bufs
 
 	// Query: q = W_UQR · RMSNorm(W_DQ x), per head [q_nope ‖ q_pe].
@@ -252,9 +257,6 @@ func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s 
 
 	// KV latent: [c_raw ‖ k_pe_raw] = W_DKV x; c = RMSNorm(c_raw), k_pe roped.
 	dev.MatMul(kva, x, T, w.KVA)
-	if err := cache.grow(a.Layer, nKV); err != nil {
-		return err
-	}
 	lat := cache.Latent(a.Layer, nKV)
 	rows := cache.latentRows(a.Layer, pos0, T)
 	dev.Copy(rows, kva)

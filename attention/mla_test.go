@@ -2,6 +2,7 @@ package attention
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -207,13 +208,30 @@ func TestSparseChangesOutput(t *testing.T) {
 	}
 }
 
+// TestLatentCache: the cache allocates all its positions when it is made,
+// keeps what was written as positions are reached, refuses a position
+// beyond its size with ErrContextFull, and Free returns the memory.
 func TestLatentCache(t *testing.T) {
 	dev := cpu.NewDevice(0, 1, 0)
-	if _, err := NewLatentCache(dev, 0, 4, 8, 2, nil); err == nil {
-		t.Error("no layers accepted")
-	}
-	if _, err := NewLatentCache(dev, 2, 4, 8, 2, []int{1}); err == nil {
-		t.Error("wrong indexer widths accepted")
+	for _, tc := range []struct {
+		name                     string
+		layers, size, rank, rope int
+		idx                      []int
+	}{
+		{"no layers", 0, 4, 8, 2, nil},
+		{"no positions", 2, 0, 8, 2, nil},
+		{"wrong indexer widths", 2, 4, 8, 2, []int{1}},
+		{"negative indexer width", 2, 4, 8, 2, []int{0, -1}},
+		{"too large", 1, math.MaxInt32, 8, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := NewLatentCache(dev, tc.layers, tc.size, tc.rank, tc.rope, tc.idx); err == nil {
+				t.Error("accepted")
+			}
+			if dev.Used() != 0 {
+				t.Errorf("%d bytes in use after a refused cache", dev.Used())
+			}
+		})
 	}
 	c, err := NewLatentCache(dev, 2, 4, 8, 2, []int{0, 3})
 	if err != nil {
@@ -222,24 +240,30 @@ func TestLatentCache(t *testing.T) {
 	if got := c.BytesPerToken(); got != 4*(10+10+3) {
 		t.Errorf("BytesPerToken %d, want %d", got, 4*23)
 	}
-	if err := c.grow(1, 3); err != nil {
+	want := int64(4 * (2*4*10 + 4*3))
+	if dev.Used() != want || c.Bytes() != want {
+		t.Errorf("device holds %d bytes, Bytes %d, want %d before any position", dev.Used(), c.Bytes(), want)
+	}
+	if err := c.room(1, 3); err != nil {
 		t.Fatal(err)
 	}
 	if c.Latent(1, 3).Len() != 30 || c.IndexKeys(1, 3).Len() != 9 || c.IndexKeys(0, 0) != nil {
 		t.Errorf("sizes: %d latent, %d keys", c.Latent(1, 3).Len(), c.IndexKeys(1, 3).Len())
 	}
+	first := &cpu.F32(c.Latent(1, 1))[0]
 	cpu.F32(c.Latent(1, 3))[29] = 5
-	if err := c.grow(1, 4); err != nil {
+	if err := c.room(1, 4); err != nil {
 		t.Fatal(err)
 	}
-	if cpu.F32(c.Latent(1, 4))[29] != 5 {
-		t.Error("grow lost data")
+	if cpu.F32(c.Latent(1, 4))[29] != 5 || &cpu.F32(c.Latent(1, 4))[0] != first {
+		t.Error("reaching a new position moved the rows")
 	}
-	if err := c.grow(1, 5); err == nil {
-		t.Error("grow beyond Size accepted")
+	err = c.room(1, 5)
+	if !errors.Is(err, ErrContextFull) || !strings.Contains(err.Error(), "4 positions") {
+		t.Errorf("position 4 of 4: error %v, want one wrapping ErrContextFull naming the size", err)
 	}
-	if dev.Used() != 4*(4*10+4*3) {
-		t.Errorf("device holds %d bytes, want %d", dev.Used(), 4*(4*10+4*3))
+	if dev.Used() != want {
+		t.Errorf("device holds %d bytes after use, want %d", dev.Used(), want)
 	}
 	c.Free()
 	if dev.Used() != 0 {
@@ -247,19 +271,108 @@ func TestLatentCache(t *testing.T) {
 	}
 }
 
-// TestBudget: a cache that does not fit the device's budget fails with an
-// error naming the device.
-func TestBudget(t *testing.T) {
-	dev := cpu.NewDevice(3, 1, 100)
-	c, err := NewLatentCache(dev, 1, 10, 8, 2, nil)
+// countingDevice counts the allocations made through it.
+type countingDevice struct {
+	backend.Device
+	allocs, frees int
+}
+
+func (d *countingDevice) Alloc(n int) (backend.Buffer, error) {
+	d.allocs++
+	return d.Device.Alloc(n)
+}
+
+func (d *countingDevice) Free(b backend.Buffer) {
+	d.frees++
+	d.Device.Free(b)
+}
+
+// TestCacheAllocatedOnce: running a layer over every position of its
+// cache (a prefill, then decode steps one by one and batched, past the DSA
+// top_k) allocates nothing more for the cache and keeps its rows in place;
+// the position after the last is refused with ErrContextFull.
+func TestCacheAllocatedOnce(t *testing.T) {
+	const size = 40
+	ly := testLayer(5, 4)
+	dev := cpu.NewDevice(0, 1, 0)
+	sh, err := ly.w.Upload(dev, ly.c, 0, ly.c.Heads)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.grow(0, 2); err != nil {
+	a := &MLA{Cfg: ly.c, W: sh, Dev: dev}
+	cdev := &countingDevice{Device: dev}
+	cache, err := NewLatentCache(cdev, 1, size, ly.c.KVRank, ly.c.DRope, []int{ly.c.IndexDim})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.grow(0, 3)
-	if err == nil || !strings.Contains(err.Error(), "cpu:3") || !strings.Contains(err.Error(), "do not fit") {
-		t.Errorf("error %v, want a budget error naming cpu:3", err)
+	if cdev.allocs != 2 {
+		t.Fatalf("%d allocations for one layer's latent and indexer keys, want 2", cdev.allocs)
+	}
+	lat0 := &cpu.F32(cache.latent[0])[0]
+	idx0 := &cpu.F32(cache.index[0])[0]
+	E := ly.c.Embd
+	x := randVec(rand.New(rand.NewPCG(1, 2)), E, 0, 1)
+	xb, _ := dev.Alloc(8 * E)
+	out, _ := dev.Alloc(8 * E)
+	for i := range 8 {
+		dev.Write(xb.Slice(i*E, E), x)
+	}
+	s := NewScratch(dev)
+	if err := a.Forward(out, xb, 8, 0, cache, s, Prefill); err != nil {
+		t.Fatal(err)
+	}
+	pos := 8
+	for ; pos < 24; pos++ {
+		if err := a.Forward(out.Slice(0, E), xb.Slice(0, E), 1, pos, cache, s, Decode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ; pos < size; pos++ {
+		if err := a.DecodeBatch(out.Slice(0, E), xb.Slice(0, E), []Seq{{Cache: cache, Pos: pos}}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if cdev.allocs != 2 || cdev.frees != 0 {
+		t.Errorf("after %d positions: %d allocations and %d frees, want 2 and 0", size, cdev.allocs, cdev.frees)
+	}
+	if &cpu.F32(cache.Latent(0, size))[0] != lat0 || &cpu.F32(cache.IndexKeys(0, size))[0] != idx0 {
+		t.Error("the cache's rows moved")
+	}
+	err = a.Forward(out.Slice(0, E), xb.Slice(0, E), 1, size, cache, s, Decode)
+	if !errors.Is(err, ErrContextFull) {
+		t.Errorf("position %d of %d: error %v, want ErrContextFull", size, size, err)
+	}
+	err = a.Forward(out, xb, 8, size-4, cache, s, Prefill)
+	if !errors.Is(err, ErrContextFull) {
+		t.Errorf("positions [%d, %d) of %d: error %v, want ErrContextFull", size-4, size+4, size, err)
+	}
+	if cdev.allocs != 2 {
+		t.Errorf("%d allocations after the refused positions, want 2", cdev.allocs)
+	}
+	cache.Free()
+	if cdev.frees != 2 {
+		t.Errorf("Free made %d frees, want 2", cdev.frees)
+	}
+}
+
+// TestBudget: a cache that does not fit the device's budget fails when it
+// is made, with an error naming the device and the layer, and gives back
+// the layers it had allocated.
+func TestBudget(t *testing.T) {
+	dev := cpu.NewDevice(3, 1, 500) // one layer of 10 positions of 10 values: 400 bytes
+	if _, err := NewLatentCache(dev, 1, 10, 8, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	dev = cpu.NewDevice(3, 1, 500)
+	_, err := NewLatentCache(dev, 2, 10, 8, 2, nil)
+	if err == nil || !strings.Contains(err.Error(), "cpu:3") || !strings.Contains(err.Error(), "do not fit") ||
+		!strings.Contains(err.Error(), "layer 1") {
+		t.Errorf("error %v, want a budget error naming cpu:3 and layer 1", err)
+	}
+	if dev.Used() != 0 {
+		t.Errorf("%d bytes in use after the refused cache", dev.Used())
 	}
 }
