@@ -8,10 +8,18 @@ import (
 	"github.com/glmrun/glmrun/backend"
 )
 
+// DefaultContextSize is the most positions a Session gets when its
+// options ask for the default: the model's training context
+// (context_length) can be far larger than memory allows, and the cache is
+// allocated in full when the session starts (llama.cpp's default -c is
+// 4096 too).
+const DefaultContextSize = 4096
+
 // SessionOptions configures a Session.
 type SessionOptions struct {
-	// ContextSize is the maximum number of positions; 0 means the model's
-	// training context (context_length).
+	// ContextSize is the number of positions of the session's KV cache,
+	// which is allocated in full by NewSession; 0 means the smaller of the
+	// model's training context (context_length) and DefaultContextSize.
 	ContextSize int
 	Hook        Hook   // optional activation hook
 	IDHook      IDHook // optional decision hook
@@ -52,16 +60,19 @@ type hostState struct {
 	ids  []int32
 }
 
-// ErrContextFull is returned when tokens would not fit in the context.
-var ErrContextFull = errors.New("model: context is full")
+// ErrContextFull is wrapped by the errors for tokens that would not fit
+// in a session's context.
+var ErrContextFull = attention.ErrContextFull
 
-// NewSession starts an empty sequence.
+// NewSession starts an empty sequence, allocating its KV cache on every
+// device for opts.ContextSize positions (see SessionOptions). A cache that
+// does not fit a device's memory budget is an error naming the device.
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.ContextSize < 0 {
 		return nil, fmt.Errorf("model: negative context size %d", opts.ContextSize)
 	}
 	if opts.ContextSize == 0 {
-		opts.ContextSize = m.cfg.ContextLength
+		opts.ContextSize = min(m.cfg.ContextLength, DefaultContextSize)
 	}
 	if m.devs == nil {
 		return nil, errors.New("model: the model is closed")
@@ -78,7 +89,8 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		dev := sh.dev
 		cache, err := attention.NewLatentCache(dev, c.Layers, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
 		if err != nil {
-			return nil, fmt.Errorf("model: %w", err)
+			s.Close() // the caches of the devices before
+			return nil, fmt.Errorf("model: KV cache of %d positions: %w", opts.ContextSize, err)
 		}
 		ss := &sessionShard{sh: sh, dev: dev, cache: cache, mla: make([]attention.MLA, c.Layers),
 			scratch: attention.NewScratch(dev)}
@@ -117,8 +129,18 @@ func (s *Session) Close() error {
 // Pos returns the number of tokens in the sequence so far.
 func (s *Session) Pos() int { return s.pos }
 
-// ContextSize returns the maximum number of positions.
+// ContextSize returns the number of positions of the session's KV cache.
 func (s *Session) ContextSize() int { return s.opts.ContextSize }
+
+// CacheBytes returns the device memory the session's KV cache holds, all
+// devices together (under tensor parallelism each holds a whole copy).
+func (s *Session) CacheBytes() int64 {
+	n := int64(0)
+	for _, ss := range s.shards {
+		n += ss.cache.Bytes()
+	}
+	return n
+}
 
 // Reset empties the sequence, keeping its buffers.
 func (s *Session) Reset() {
@@ -180,7 +202,7 @@ func (s *Session) check(tokens []int32) error {
 		}
 	}
 	if s.pos+len(tokens) > s.opts.ContextSize {
-		return fmt.Errorf("%w: %d tokens after %d exceed the context size %d",
+		return fmt.Errorf("model: %w: %d tokens after %d exceed the context size %d",
 			ErrContextFull, len(tokens), s.pos, s.opts.ContextSize)
 	}
 	return nil

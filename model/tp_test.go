@@ -211,11 +211,11 @@ func TestDeviceMemory(t *testing.T) {
 					t.Errorf("shards + replicated = %d bytes, file tensors %d", total, mem.Total)
 				}
 			}
+			before := m.Devices()[0].Used()
 			s, err := m.NewSession(SessionOptions{ContextSize: 8})
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := m.Devices()[0].Used()
 			if _, err := s.Prefill([]int32{1, 2, 3}); err != nil {
 				t.Fatal(err)
 			}
