@@ -19,7 +19,8 @@ type Options struct {
 	// backend's default (on the CPU, the number of physical cores).
 	Threads int
 	// ContextSize is the default number of positions of a Session's KV
-	// cache; 0 means the model's training context.
+	// cache, which NewSession allocates in full; 0 means the smaller of
+	// the model's training context and DefaultContextSize.
 	ContextSize int
 	// Backend selects the compute backend: "" or "cpu", or "cuda" (NVIDIA
 	// GPUs through the driver's libcuda.so.1; without one Load fails with
@@ -40,6 +41,10 @@ type Options struct {
 	// disk) and report the bytes read so far against the total.
 	Progress func(done, total int64)
 }
+
+// DefaultContextSize caps the context size a Session gets by default (see
+// Options.ContextSize).
+const DefaultContextSize = model.DefaultContextSize
 
 // ErrContextFull is wrapped by the errors for a sequence that does not fit
 // a Session's context.

@@ -16,9 +16,10 @@ const prefillBatch = 256
 
 // SessionOptions configure NewSession.
 type SessionOptions struct {
-	// ContextSize is the number of positions of the KV cache; 0 means the
-	// Model's Options.ContextSize, and if that is 0 too, the model's
-	// training context.
+	// ContextSize is the number of positions of the KV cache, allocated
+	// in full by NewSession; 0 means the Model's Options.ContextSize, and
+	// if that is 0 too, the smaller of the model's training context and
+	// DefaultContextSize.
 	ContextSize int
 }
 
@@ -36,7 +37,10 @@ type Session struct {
 	stats Stats
 }
 
-// NewSession starts an empty sequence with its own KV cache.
+// NewSession starts an empty sequence with its own KV cache, allocated
+// for the whole context size at once: the session's memory does not grow
+// as the sequence does, and a sequence longer than the context is an error
+// wrapping ErrContextFull.
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	n := opts.ContextSize
 	if n < 0 {
@@ -50,6 +54,17 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, fmt.Errorf("glmrun: %w", err)
 	}
 	return &Session{m: m, s: s}, nil
+}
+
+// Close returns the session's KV cache and buffers to the device; the
+// session must not be used after. Closing the Model frees them too.
+func (s *Session) Close() error {
+	if s.s == nil {
+		return nil
+	}
+	err := s.s.Close()
+	s.s = nil
+	return err
 }
 
 // Model returns the model the session runs.
