@@ -20,7 +20,7 @@ import (
 // Defaults of Config's zero fields.
 const (
 	DefaultParallel     = 4
-	DefaultContextSize  = 4096
+	DefaultContextSize  = model.DefaultContextSize
 	DefaultQueueSize    = 64
 	DefaultMaxBodyBytes = 16 << 20
 )
@@ -38,7 +38,8 @@ type Config struct {
 	Parallel int
 	// ContextSize is each sequence's number of positions (prompt and
 	// reply); 0 means the smaller of the model's training context and
-	// DefaultContextSize.
+	// DefaultContextSize. Each of the Parallel slots allocates its KV
+	// cache for this many positions once, the first when New runs.
 	ContextSize int
 	// QueueSize is the number of requests that may wait for a slot; more
 	// get 503. 0 means DefaultQueueSize.
@@ -323,6 +324,12 @@ func busy() *apiError {
 func runError(err error) *apiError {
 	if errors.Is(err, errShutdown) {
 		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Code: ptr("shutting_down"), Message: err.Error()}
+	}
+	if errors.Is(err, model.ErrContextFull) {
+		// The scheduler keeps prompt and reply within the context, so this
+		// should not happen; if it does, the request asked for too much.
+		return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error",
+			Code: ptr("context_length_exceeded"), Message: err.Error()}
 	}
 	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Code: ptr("internal_error"), Message: err.Error()}
 }
