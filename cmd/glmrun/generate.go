@@ -25,10 +25,6 @@ import (
 // bundled random-weights model short.
 const defaultMaxTokens = 128
 
-// defaultContext caps -c 0: the model's training context, at most this
-// (as llama.cpp's default -c 4096).
-const defaultContext = 4096
-
 // genFlags are the flags shared by generation and chat: model, runtime
 // and sampling.
 type genFlags struct {
@@ -67,7 +63,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.model, "model", "", "same as -m `FILE.gguf`")
 	fs.IntVar(&g.threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
-	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens` (0: the model's training context, at most %d)", defaultContext))
+	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, at most %d)", glmrun.DefaultContextSize))
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
 	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
 	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
@@ -97,7 +93,7 @@ func (g *genFlags) check() error {
 	case g.threads < 0:
 		return fmt.Errorf("%w: -t %d: want >= 0", errUsage, g.threads)
 	case g.ctxSize < 0:
-		return fmt.Errorf("%w: -c %d: want >= 0", errUsage, g.ctxSize)
+		return fmt.Errorf("%w: -c (--ctx-size) %d: want >= 0 (0: the default)", errUsage, g.ctxSize)
 	case g.tp < 1:
 		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, g.tp)
 	case g.temp < 0:
@@ -202,11 +198,7 @@ func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error
 	if err != nil {
 		return nil, nil, err
 	}
-	n := g.ctxSize
-	if n == 0 {
-		n = min(m.Config().ContextLength, defaultContext)
-	}
-	s, err := m.NewSession(glmrun.SessionOptions{ContextSize: n})
+	s, err := m.NewSession(glmrun.SessionOptions{ContextSize: g.ctxSize}) // 0: the library's default
 	if err != nil {
 		m.Close()
 		return nil, nil, err

@@ -205,6 +205,8 @@ func TestGenerateErrors(t *testing.T) {
 		{"stray argument", []string{"-p", "x", "more"}, 2, []string{`"more"`}},
 		{"bad logit bias", []string{"-p", "x", "--logit-bias", "12"}, 2, []string{"--logit-bias"}},
 		{"bad -n", []string{"-p", "x", "-n", "-5"}, 2, []string{"-n -5"}},
+		{"bad -c", []string{"-p", "x", "-c", "-1"}, 2, []string{"-c (--ctx-size) -1"}},
+		{"bad --ctx-size", []string{"-p", "x", "--ctx-size", "-4096"}, 2, []string{"-c (--ctx-size) -4096"}},
 		{"missing model", []string{"-m", missing, "-p", "x"}, 1, []string{"nope.gguf"}},
 		{"prompt longer than the context", []string{"-p", "1 2 3 4 5 6 7 8 9", "-c", "8"}, 1, []string{"17 tokens", "context size 8"}},
 		{"no tokenizer", []string{"-m", noTok, "-p", "x"}, 1, []string{"notok.gguf", "no tokenizer"}},

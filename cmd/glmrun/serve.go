@@ -48,7 +48,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&port, "port", 8080, "TCP `port` to listen on (0: any free port)")
 	fs.IntVar(&parallel, "parallel", server.DefaultParallel, "sequences that decode together, each with its own KV cache slot (`N`)")
 	fs.IntVar(&parallel, "np", server.DefaultParallel, "same as --parallel `N`")
-	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply (0: the model's training context, at most %d)", server.DefaultContextSize))
+	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, at most %d)", server.DefaultContextSize))
 	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
 	fs.IntVar(&queue, "queue", server.DefaultQueueSize, "requests that may wait for a slot before the server answers 503 (`N`)")
 	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")

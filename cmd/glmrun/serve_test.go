@@ -40,7 +40,8 @@ func TestServeFlags(t *testing.T) {
 	}{
 		{"port", []string{"--port", "70000"}, 2, "not a TCP port"},
 		{"parallel", []string{"--parallel", "0"}, 2, "--parallel 0"},
-		{"ctx", []string{"--ctx-size", "-1"}, 2, "negative"},
+		{"ctx", []string{"--ctx-size", "-1"}, 2, "--ctx-size -1 is negative"},
+		{"ctx short", []string{"-c", "-2"}, 2, "--ctx-size -2 is negative"},
 		{"queue", []string{"--queue", "0"}, 2, "--queue 0"},
 		{"args", []string{"extra"}, 2, "unexpected arguments"},
 		{"unknown flag", []string{"--nope"}, 2, "nope"},
