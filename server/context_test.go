@@ -40,12 +40,12 @@ func (f *fullStepper) Step(sessions []*model.Session, tokens []int32) ([][]float
 // request with a 400 context_length_exceeded error (an event in a stream).
 func TestContextFullError(t *testing.T) {
 	st := &fullStepper{m: testModel(t).m}
-	ts := newTestServer(t, func(c *Config) { c.Stepper = st }, nil)
-	t.Cleanup(func() {
+	t.Cleanup(func() { // after the server's cleanup has stopped the scheduler
 		if st.full != nil {
 			st.full.Close()
 		}
 	})
+	ts := newTestServer(t, func(c *Config) { c.Stepper = st }, nil)
 	const body = `{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "temperature": 0`
 	status, b := post(t, ts.url, "/v1/chat/completions", body+`}`, nil)
 	if status != http.StatusBadRequest {
