@@ -14,42 +14,106 @@ type task interface {
 }
 
 // pool is a persistent set of worker goroutines: the caller of do and
-// n−1 helpers that wait on their own channel between operations. do hands
-// out chunks through an atomic counter, so fast workers take more; no
-// goroutine is started and nothing is allocated per operation. One
-// operation runs at a time (do serializes callers); a task must not call
-// do itself.
+// n−1 helpers. do publishes an operation by bumping a generation counter
+// and hands out chunks through an atomic counter, so fast workers take
+// more; no goroutine is started and nothing is allocated per operation.
+// One operation runs at a time (do serializes callers); a task must not
+// call do itself.
+//
+// Decode runs about a hundred short operations per token, most of them a
+// fraction of a millisecond, so waking a parked goroutine for each (a
+// futex and, in a virtual machine, an inter-processor interrupt: tens of
+// microseconds) would leave the helpers idle for much of every product.
+// Helpers therefore spin for a while (spinRounds) on the generation
+// counter after an operation before they park on their channel, and the
+// caller spins until the helpers are done.
 type pool struct {
 	n     int
 	mu    sync.Mutex
-	wake  []chan struct{}
-	wg    sync.WaitGroup
 	t     task
 	total int
 	next  atomic.Int64
+	gen   atomic.Uint64 // number of operations published
+	busy  atomic.Int64  // helpers not yet done with the current operation
+	hs    []helperState
 	quit  chan struct{}
 }
+
+// helperState is how do wakes a parked helper: the helper sets asleep
+// before it blocks on wake, and do sends on wake to the helpers whose
+// asleep it clears.
+type helperState struct {
+	asleep atomic.Bool
+	wake   chan struct{}
+	_      [48]byte // keep helpers' flags on separate cache lines
+}
+
+// spinRounds is how many times a helper checks for the next operation
+// (with a pause or, every yieldEvery rounds, a yield to other goroutines)
+// before it parks: about a hundred microseconds, longer than the gaps
+// between the operations of one decode step.
+const (
+	spinRounds = 2000
+	yieldEvery = 16
+)
 
 // newPool starts n−1 helper goroutines (none for n ≤ 1).
 func newPool(n int) *pool {
 	p := &pool{n: max(n, 1), quit: make(chan struct{})}
-	for w := 1; w < p.n; w++ {
-		c := make(chan struct{}, 1)
-		p.wake = append(p.wake, c)
-		go p.helper(w, c)
+	p.hs = make([]helperState, p.n-1)
+	for i := range p.hs {
+		p.hs[i].wake = make(chan struct{}, 1)
+		go p.helper(i + 1)
 	}
 	return p
 }
 
-func (p *pool) helper(w int, wake chan struct{}) {
+func (p *pool) helper(w int) {
+	h := &p.hs[w-1]
+	var seen uint64
 	for {
-		select {
-		case <-wake:
-			p.work(w)
-			p.wg.Done()
-		case <-p.quit:
+		if !p.await(h, seen) {
 			return
 		}
+		seen++
+		p.work(w)
+		p.busy.Add(-1)
+	}
+}
+
+// await waits until operation seen+1 is published (true) or the pool is
+// stopped (false): spinning first, then parked on h.wake.
+func (p *pool) await(h *helperState, seen uint64) bool {
+	for i := 0; i < spinRounds; i++ {
+		if p.gen.Load() != seen {
+			return true
+		}
+		if i%yieldEvery == yieldEvery-1 {
+			runtime.Gosched()
+		} else {
+			spinPause()
+		}
+	}
+	h.asleep.Store(true)
+	if p.gen.Load() != seen {
+		// Published meanwhile: take the flag back, or, if do already
+		// took it, drain the wake-up it sends.
+		if !h.asleep.CompareAndSwap(true, false) {
+			<-h.wake
+		}
+		return true
+	}
+	select {
+	case <-h.wake:
+		return true
+	case <-p.quit:
+		// A do that raced with stop may have claimed the flag: then
+		// its wake-up is on the way and the operation needs us.
+		if h.asleep.CompareAndSwap(true, false) {
+			return false
+		}
+		<-h.wake
+		return true
 	}
 }
 
@@ -80,13 +144,21 @@ func (p *pool) do(t task, chunks int) {
 	}
 	p.t, p.total = t, chunks
 	p.next.Store(0)
-	helpers := min(p.n-1, chunks-1)
-	p.wg.Add(helpers)
-	for _, c := range p.wake[:helpers] {
-		c <- struct{}{}
+	p.busy.Store(int64(p.n - 1))
+	p.gen.Add(1)
+	for i := range p.hs {
+		if h := &p.hs[i]; h.asleep.Load() && h.asleep.CompareAndSwap(true, false) {
+			h.wake <- struct{}{}
+		}
 	}
 	p.work(0)
-	p.wg.Wait()
+	for i := 0; p.busy.Load() != 0; i++ {
+		if i%yieldEvery == yieldEvery-1 {
+			runtime.Gosched()
+		} else {
+			spinPause()
+		}
+	}
 	p.t = nil
 }
 
