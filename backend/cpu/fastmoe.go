@@ -159,7 +159,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 	t.g, t.u, t.o = s.g, s.u, s.o
 
 	// Phase 1: gate and up.
-	t.chunks = s.moeChunks(nExp, F, n, c.workers)
+	t.chunks = s.moeChunks(nExp, F, g0.RowBytes+u0.RowBytes, n, c.workers)
 	c.pool.do(t, len(t.chunks))
 	swigluFast(s.g, s.g, s.u)
 
@@ -170,13 +170,16 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 		rb := rowSize(kD.act, F)
 		s.ad = growBytes(s.ad, n*rb)
 		q := &c.qt
-		*q = quantTask{t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: max(1, (n+c.workers-1)/c.workers)}
+		*q = quantTask{t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: n}
+		if n >= 8 && c.workers > 1 { // a few rows (decode) take less than waking the workers
+			q.per = (n + c.workers - 1) / c.workers
+		}
 		c.pool.do(q, (n+q.per-1)/q.per)
 		*q = quantTask{}
 		t.actD, t.ldD = s.ad, rb
 	}
 	t.down = true
-	t.chunks = s.moeChunks(nExp, d0.Rows, n, c.workers)
+	t.chunks = s.moeChunks(nExp, d0.Rows, d0.RowBytes, n, c.workers)
 	c.pool.do(t, len(t.chunks))
 
 	// Weighted sum of each token's local slots in routing order.
@@ -207,16 +210,16 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 	*t = moeTask{}
 }
 
-// moeChunks splits the rows (rows each) of the experts that have tokens
-// into blocks for the workers.
-func (s *moeScratch) moeChunks(nExp, rows, n, workers int) []moeChunk {
+// moeChunks splits the rows (rows each, of rb weight bytes) of the
+// experts that have tokens into blocks for the workers.
+func (s *moeScratch) moeChunks(nExp, rows, rb, n, workers int) []moeChunk {
 	active := 0
 	for i := range nExp {
 		if s.start[i+1] > s.start[i] {
 			active++
 		}
 	}
-	per := fastRowsPer(rows*active, max(1, n/max(active, 1)), workers)
+	per := fastRowsPer(rows*active, rb, max(1, n/max(active, 1)), workers)
 	per = min(per, rows)
 	s.chunks = s.chunks[:0]
 	for i := range nExp {

@@ -124,26 +124,36 @@ func (c *CPU) MatMul(dst, x []float32, n int, w backend.Matrix) {
 	}
 	t.k = k
 	t.act, t.lda = c.quantize(x, n, w.Cols, k.act)
-	t.rowsPer = fastRowsPer(w.Rows, n, c.workers)
+	t.rowsPer = fastRowsPer(w.Rows, w.RowBytes, n, c.workers)
 	c.pool.do(t, (w.Rows+t.rowsPer-1)/t.rowsPer)
 	*t = matTask{}
 }
 
-// fastRowsPer returns the rows of one chunk of a fast product: small
-// enough that every worker gets several chunks (the workers balance
-// themselves), large enough that a chunk amortizes taking it.
-func fastRowsPer(rows, n, workers int) int {
+// fastRowsPer returns the rows of one chunk of a fast product of rows
+// rows of rb bytes: small enough that every worker gets several chunks
+// (the workers balance themselves), large enough that a chunk amortizes
+// taking it. A single token streams the weights from memory at a rate
+// that varies between the workers (the other's share of the memory
+// bandwidth, other processes), so its chunks are cut by bytes, about
+// decodeChunkBytes each: a worker that is done waits at most that long
+// for the other.
+func fastRowsPer(rows, rb, n, workers int) int {
 	if workers == 1 {
 		return rows
 	}
 	per := (rows + 4*workers - 1) / (4 * workers)
-	minRows := 16
 	if n == 1 {
-		minRows = 64
+		per = min(per, max(1, decodeChunkBytes/max(rb, 1)))
 	}
-	per = max(per, minRows)
+	per = max(per, 16)
 	return (per + 15) &^ 15
 }
+
+// decodeChunkBytes is the size of the weight rows of one chunk of a
+// single-token product: 128 KB (a 2048-wide Q4_K matrix in chunks of 112
+// rows; the 254 MB Q6_K output head of the bench shape in 1900 chunks),
+// against 4 chunks per worker (8 MB to 32 MB there) before.
+const decodeChunkBytes = 128 << 10
 
 // quantize converts n rows of cols values of x to type t (the activation
 // type of a fast product) in c.act, using the workers for many rows, and
