@@ -68,30 +68,44 @@ func TestFastDense(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := loadFast(t, name, 1)
 			for _, p := range []string{"P1", "P2"} {
-				ref, ok := readRef(t, name+"."+p+".seq")
-				if !ok {
-					t.Fatalf("no ref %s.%s.seq", name, p)
-				}
-				pre, dec := fastRuns(t, m, ref.Prompt)
-				want := func(i int) []float32 { return ref.PromptLogits[i].Logits }
-				preMax, preMean := logitDiff(t, pre, want)
-				decMax, decMean := logitDiff(t, dec, want)
-				pathMax, _ := logitDiff(t, dec, func(i int) []float32 { return pre[i] })
+				d := denseSeqDiffs(t, m, name, p)
 				l := lim[p]
-				if preMax > l.max || preMean > l.mean {
-					t.Errorf("%s prefill vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, preMax, preMean, l.max, l.mean)
+				if d.preMax > l.max || d.preMean > l.mean {
+					t.Errorf("%s prefill vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, d.preMax, d.preMean, l.max, l.mean)
 				}
-				if decMax > l.max || decMean > l.mean {
-					t.Errorf("%s decode vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, decMax, decMean, l.max, l.mean)
+				if d.decMax > l.max || d.decMean > l.mean {
+					t.Errorf("%s decode vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, d.decMax, d.decMean, l.max, l.mean)
 				}
-				if pathMax != 0 {
-					t.Errorf("%s decode vs prefill: max abs %.3g, want 0 (same kernels, same products)", p, pathMax)
+				if d.pathMax != 0 {
+					t.Errorf("%s decode vs prefill: max abs %.3g, want 0 (same kernels, same products)", p, d.pathMax)
 				}
 				t.Logf("%s: prefill %.2g (mean %.2g), decode %.2g (mean %.2g), decode vs prefill %.2g",
-					p, preMax, preMean, decMax, decMean, pathMax)
+					p, d.preMax, d.preMean, d.decMax, d.decMean, d.pathMax)
 			}
 		})
 	}
+}
+
+// seqDiffs are the max and mean abs logit differences of the prefill and
+// the decode path from a reference, and the max between the two paths.
+type seqDiffs struct{ preMax, preMean, decMax, decMean, pathMax float64 }
+
+// denseSeqDiffs runs prompt p ("P1", "P2") through m in both paths and
+// compares it with llama.cpp's quantized one-token-at-a-time reference of
+// model name.
+func denseSeqDiffs(t *testing.T, m *Model, name, p string) seqDiffs {
+	t.Helper()
+	ref, ok := readRef(t, name+"."+p+".seq")
+	if !ok {
+		t.Fatalf("no ref %s.%s.seq", name, p)
+	}
+	pre, dec := fastRuns(t, m, ref.Prompt)
+	want := func(i int) []float32 { return ref.PromptLogits[i].Logits }
+	var d seqDiffs
+	d.preMax, d.preMean = logitDiff(t, pre, want)
+	d.decMax, d.decMean = logitDiff(t, dec, want)
+	d.pathMax, _ = logitDiff(t, dec, func(i int) []float32 { return pre[i] })
+	return d
 }
 
 // fastVsF32 is README.shared.md §5.1.6: llama.cpp's own quantized path vs
