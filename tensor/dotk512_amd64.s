@@ -61,6 +61,32 @@ DATA dotShufQ6Z<>+112(SB)/8, $0x0F0E0F0E0F0E0F0E
 DATA dotShufQ6Z<>+120(SB)/8, $0x0F0E0F0E0F0E0F0E
 GLOBL dotShufQ6Z<>(SB), RODATA|NOPTR, $128
 
+// dotShiftK4Z shifts the words of the low half of a register by 0 and of
+// the high half by 4 (VPSRLVW): the 32 quant bytes of a Q4_K chunk
+// broadcast to both halves become its low nibbles then its high nibbles
+// (after the 0x0F mask) with no cross-lane shuffle.
+DATA dotShiftK4Z<>+0(SB)/8, $0
+DATA dotShiftK4Z<>+8(SB)/8, $0
+DATA dotShiftK4Z<>+16(SB)/8, $0
+DATA dotShiftK4Z<>+24(SB)/8, $0
+DATA dotShiftK4Z<>+32(SB)/8, $0x0004000400040004
+DATA dotShiftK4Z<>+40(SB)/8, $0x0004000400040004
+DATA dotShiftK4Z<>+48(SB)/8, $0x0004000400040004
+DATA dotShiftK4Z<>+56(SB)/8, $0x0004000400040004
+GLOBL dotShiftK4Z<>(SB), RODATA|NOPTR, $64
+
+// dotShiftQ6Z likewise shifts the high half by 2: the 32 qh bytes of a
+// Q6_K half broadcast to both halves become qh and qh>>2.
+DATA dotShiftQ6Z<>+0(SB)/8, $0
+DATA dotShiftQ6Z<>+8(SB)/8, $0
+DATA dotShiftQ6Z<>+16(SB)/8, $0
+DATA dotShiftQ6Z<>+24(SB)/8, $0
+DATA dotShiftQ6Z<>+32(SB)/8, $0x0002000200020002
+DATA dotShiftQ6Z<>+40(SB)/8, $0x0002000200020002
+DATA dotShiftQ6Z<>+48(SB)/8, $0x0002000200020002
+DATA dotShiftQ6Z<>+56(SB)/8, $0x0002000200020002
+GLOBL dotShiftQ6Z<>(SB), RODATA|NOPTR, $64
+
 // SCALESK4 unpacks the 6-bit scales and mins of the Q4_K block at SI:
 // Z8 = eight int16 scales in each 128-bit lane, X9 = eight int16 mins.
 // Clobbers AX, BX, DX, R8-R10.
@@ -116,9 +142,8 @@ GLOBL dotShufQ6Z<>(SB), RODATA|NOPTR, $128
 // low nibbles then high nibbles) with the 64 activations at yoff and adds
 // them, weighted by the scales picked by mask smem, to Z7 with OP.
 #define CHUNKK4(qoff, yoff, smem, OP) \
-	VMOVDQU qoff(SI), Y2; \
-	VPSRLW $4, Y2, Y3; \
-	VINSERTI64X4 $1, Y3, Z2, Z2; \
+	VBROADCASTI64X4 qoff(SI), Z2; \
+	VPSRLVW Z13, Z2, Z2; \
 	VPANDD Z14, Z2, Z2; \
 	VPMADDUBSW yoff(DI), Z2, Z2; \
 	VPSHUFB smem, Z8, Z3; \
@@ -133,6 +158,7 @@ TEXT ·dotQ4KQ8KAVX512(SB), NOSPLIT, $0-28
 	VXORPS X1, X1, X1
 	MOVL   $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
+	VMOVDQU64 dotShiftK4Z<>(SB), Z13
 
 q4kloop:
 	SCALESK4
@@ -163,12 +189,11 @@ q4kloop:
 // HALFQ6 handles the 128 elements of Q6_K half h: ql at qlo (64 bytes),
 // qh at qho (32 bytes), scales at sco (8 bytes), activations at yo.
 #define HALFQ6(qlo, qho, sco, yo) \
-	VPMOVSXBW sco(SI), X9; \
-	VSHUFI32X4 $0, Z9, Z9, Z9; \
+	VPBROADCASTQ sco(SI), Y9; \
+	VPMOVSXBW Y9, Z9; \
 	VMOVDQU64 qlo(SI), Z2; \
-	VMOVDQU qho(SI), Y10; \
-	VPSRLW $2, Y10, Y11; \
-	VINSERTI64X4 $1, Y11, Z10, Z10; \
+	VBROADCASTI64X4 qho(SI), Z10; \
+	VPSRLVW Z13, Z10, Z10; \
 	VPANDD Z14, Z2, Z4; \
 	VPANDD Z12, Z10, Z5; \
 	VPSLLW $4, Z5, Z5; \
@@ -196,6 +221,7 @@ TEXT ·dotQ6KQ8KAVX512(SB), NOSPLIT, $0-28
 	VPBROADCASTD AX, Z14
 	MOVL   $0x03030303, AX
 	VPBROADCASTD AX, Z12
+	VMOVDQU64 dotShiftQ6Z<>(SB), Z13
 
 q6kloop:
 	// 32·Σ scale_s·bsums[s]: the offset of the weights q − 32.
