@@ -75,8 +75,18 @@ DATA dotShiftK4Z<>+48(SB)/8, $0x0004000400040004
 DATA dotShiftK4Z<>+56(SB)/8, $0x0004000400040004
 GLOBL dotShiftK4Z<>(SB), RODATA|NOPTR, $64
 
-// dotShiftQ6Z likewise shifts the high half by 2: the 32 qh bytes of a
-// Q6_K half broadcast to both halves become qh and qh>>2.
+// dotShiftQ6Z likewise shifts the high half by 2, and dotShiftQ6LZ shifts
+// left, the low half by 4 and the high half by 2 (see HALFQ6).
+DATA dotShiftQ6LZ<>+0(SB)/8, $0x0004000400040004
+DATA dotShiftQ6LZ<>+8(SB)/8, $0x0004000400040004
+DATA dotShiftQ6LZ<>+16(SB)/8, $0x0004000400040004
+DATA dotShiftQ6LZ<>+24(SB)/8, $0x0004000400040004
+DATA dotShiftQ6LZ<>+32(SB)/8, $0x0002000200020002
+DATA dotShiftQ6LZ<>+40(SB)/8, $0x0002000200020002
+DATA dotShiftQ6LZ<>+48(SB)/8, $0x0002000200020002
+DATA dotShiftQ6LZ<>+56(SB)/8, $0x0002000200020002
+GLOBL dotShiftQ6LZ<>(SB), RODATA|NOPTR, $64
+
 DATA dotShiftQ6Z<>+0(SB)/8, $0
 DATA dotShiftQ6Z<>+8(SB)/8, $0
 DATA dotShiftQ6Z<>+16(SB)/8, $0
@@ -187,27 +197,27 @@ q4kloop:
 	RET
 
 // HALFQ6 handles the 128 elements of Q6_K half h: ql at qlo (64 bytes),
-// qh at qho (32 bytes), scales at sco (8 bytes), activations at yo.
+// qh at qho (32 bytes), scales at sco (8 bytes), activations at yo. The
+// weights q = low 4 bits from ql | 2 bits from qh << 4: the qh bytes,
+// broadcast to both register halves, are shifted (VPSLLVW by Z13, VPSRLVW
+// by Z11) so that each byte's two bits land at bits 4-5, masked with Z12
+// (0x30) and merged with the ql nibble by VPTERNLOGD (a | b&c).
 #define HALFQ6(qlo, qho, sco, yo) \
 	VPBROADCASTQ sco(SI), Y9; \
 	VPMOVSXBW Y9, Z9; \
 	VMOVDQU64 qlo(SI), Z2; \
 	VBROADCASTI64X4 qho(SI), Z10; \
-	VPSRLVW Z13, Z10, Z10; \
-	VPANDD Z14, Z2, Z4; \
-	VPANDD Z12, Z10, Z5; \
-	VPSLLW $4, Z5, Z5; \
-	VPORD Z5, Z4, Z4; \
-	VPMADDUBSW yo(DI), Z4, Z4; \
+	VPSLLVW Z13, Z10, Z5; \
+	VPANDD Z12, Z5, Z5; \
+	VPTERNLOGD $0xF8, Z14, Z2, Z5; \
+	VPMADDUBSW yo(DI), Z5, Z4; \
 	VPSHUFB dotShufQ6Z<>+0(SB), Z9, Z5; \
 	VPDPWSSD Z5, Z4, Z7; \
+	VPSRLVW Z11, Z10, Z10; \
+	VPANDD Z12, Z10, Z10; \
 	VPSRLW $4, Z2, Z4; \
-	VPANDD Z14, Z4, Z4; \
-	VPSRLW $4, Z10, Z5; \
-	VPANDD Z12, Z5, Z5; \
-	VPSLLW $4, Z5, Z5; \
-	VPORD Z5, Z4, Z4; \
-	VPMADDUBSW yo+64(DI), Z4, Z4; \
+	VPTERNLOGD $0xF8, Z14, Z4, Z10; \
+	VPMADDUBSW yo+64(DI), Z10, Z4; \
 	VPSHUFB dotShufQ6Z<>+64(SB), Z9, Z5; \
 	VPDPWSSD Z5, Z4, Z7
 
@@ -219,9 +229,10 @@ TEXT ·dotQ6KQ8KAVX512(SB), NOSPLIT, $0-28
 	VPXORD Z0, Z0, Z0
 	MOVL   $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
-	MOVL   $0x03030303, AX
+	MOVL   $0x30303030, AX
 	VPBROADCASTD AX, Z12
-	VMOVDQU64 dotShiftQ6Z<>(SB), Z13
+	VMOVDQU64 dotShiftQ6LZ<>(SB), Z13
+	VMOVDQU64 dotShiftQ6Z<>(SB), Z11
 
 q6kloop:
 	// 32·Σ scale_s·bsums[s]: the offset of the weights q − 32.
