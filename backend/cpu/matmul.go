@@ -188,12 +188,13 @@ func rowSize(t tensor.Type, cols int) int {
 }
 
 // quantizeRows writes rows [lo, hi) of x to dst as t, rb bytes a row,
-// with ggml's reference quantizers (tensor.Quantize). (ggml's AVX2 Q8_0
+// with ggml's reference quantizers (tensor.QuantizeActivations: the bytes
+// of tensor.Quantize, with vector kernels for Q8_0 and Q8_K). (ggml's AVX2 Q8_0
 // quantizer multiplies by 127/amax and rounds ties to even; the
 // glm5-dense references match the reference quantizer, not that one.)
 func quantizeRows(t tensor.Type, dst []byte, x []float32, cols, rb, lo, hi int, hook ActivationHook) {
 	for r := lo; r < hi; r++ {
-		if err := tensor.Quantize(t, x[r*cols:(r+1)*cols], dst[r*rb:(r+1)*rb]); err != nil {
+		if err := tensor.QuantizeActivations(t, x[r*cols:(r+1)*cols], dst[r*rb:(r+1)*rb]); err != nil {
 			panic(fmt.Sprintf("cpu: quantize activations: %v", err))
 		}
 		if hook != nil {

@@ -1,0 +1,239 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// AVX-512 activation quantizers (quantact_amd64.go). Each lane runs the
+// reference quantizer's float32 operations on its element: the scales come
+// from the same scalar divisions, so the bytes are the reference's.
+
+// AMAXK folds the absolute values of the 16 floats at j*64(SI) into the
+// running maximum Z0 (VMAXPS keeps Z0 where the new value is NaN, as the
+// reference's a > amax does) and their NaN lanes into K7.
+#define AMAXK(j) \
+	VMOVUPS   (j*64)(SI), Z1; \
+	VANDPS    Z31, Z1, Z2; \
+	VMAXPS    Z0, Z2, Z0; \
+	VCMPPS    $3, Z1, Z1, K1; \
+	KORW      K1, K7, K7
+
+// QUANTK writes the 16 quants of the floats at j*64(SI), scaled by Z4
+// (iscale), and their sum: q = min(127, nearestInt(iscale·x)), where
+// nearestInt adds 1.5·2²³ and keeps the low mantissa bits.
+#define QUANTK(j) \
+	VMULPS        (j*64)(SI), Z4, Z1; \
+	VADDPS        Z30, Z1, Z1; \
+	VPANDD        Z29, Z1, Z1; \
+	VPSUBD        Z28, Z1, Z1; \
+	VPMINSD       Z27, Z1, Z1; \
+	VPMOVDB       Z1, (4+j*16)(DI); \
+	VEXTRACTI64X4 $1, Z1, Y2; \
+	VPADDD        Y2, Y1, Y1; \
+	VEXTRACTI128  $1, Y1, X2; \
+	VPADDD        X2, X1, X1; \
+	VPSHUFD       $0x4E, X1, X2; \
+	VPADDD        X2, X1, X1; \
+	VPSHUFD       $0xB1, X1, X2; \
+	VPADDD        X2, X1, X1; \
+	VMOVD         X1, AX; \
+	MOVW          AX, (260+j*2)(DI)
+
+// HMAX leaves the largest of the 16 floats of Z (low half Y, X) in the
+// low float of X, using T (a register of the same width as X) as scratch.
+#define HMAX(Z, Y, X, TY, TX) \
+	VEXTRACTF64X4 $1, Z, TY; \
+	VMAXPS        TY, Y, Y; \
+	VEXTRACTF128  $1, Y, TX; \
+	VMAXPS        TX, X, X; \
+	VPERMILPS     $0x4E, X, TX; \
+	VMAXPS        TX, X, X; \
+	VPERMILPS     $0xB1, X, TX; \
+	VMAXPS        TX, X, X
+
+// func quantQ8KAVX512(x *float32, nb int, dst *byte) bool
+TEXT ·quantQ8KAVX512(SB), NOSPLIT, $0-25
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVL $0x7FFFFFFF, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x4B400000, AX // 12582912 = 1.5·2²³
+	VPBROADCASTD AX, Z30
+	MOVL $0x007FFFFF, AX
+	VPBROADCASTD AX, Z29
+	MOVL $0x00400000, AX
+	VPBROADCASTD AX, Z28
+	MOVL $127, AX
+	VPBROADCASTD AX, Z27
+	TESTQ CX, CX
+	JZ    q8kok
+
+q8kblock:
+	VXORPS Z0, Z0, Z0
+	KXORW  K7, K7, K7
+	AMAXK(0)
+	AMAXK(1)
+	AMAXK(2)
+	AMAXK(3)
+	AMAXK(4)
+	AMAXK(5)
+	AMAXK(6)
+	AMAXK(7)
+	AMAXK(8)
+	AMAXK(9)
+	AMAXK(10)
+	AMAXK(11)
+	AMAXK(12)
+	AMAXK(13)
+	AMAXK(14)
+	AMAXK(15)
+	KORTESTW K7, K7
+	JNZ      q8knan
+	HMAX(Z0, Y0, X0, Y1, X1)
+	VXORPS   X1, X1, X1
+	VUCOMISS X1, X0
+	JEQ      q8kzero
+
+	// vmax: the first value whose magnitude is amax.
+	VBROADCASTSS X0, Z0
+	XORQ R8, R8
+
+q8kfind:
+	MOVQ    R8, R9
+	SHLQ    $6, R9
+	VANDPS  (SI)(R9*1), Z31, Z2
+	VCMPPS  $0, Z0, Z2, K1
+	KMOVW   K1, AX
+	TESTL   AX, AX
+	JNZ     q8kfound
+	INCQ    R8
+	CMPQ    R8, $16
+	JB      q8kfind
+	JMP     q8knan // unreachable: amax is one of the magnitudes
+
+q8kfound:
+	BSFL   AX, AX
+	SHLQ   $4, R8
+	ADDQ   AX, R8
+	VMOVSS (SI)(R8*4), X3
+	MOVL   $0xC2FE0000, AX // -127
+	VMOVD  AX, X4
+	VDIVSS X3, X4, X4      // iscale = -127/vmax
+	MOVL   $0x3F800000, AX
+	VMOVD  AX, X5
+	VDIVSS X4, X5, X5      // d = 1/iscale
+	VMOVSS X5, (DI)
+	VBROADCASTSS X4, Z4
+	QUANTK(0)
+	QUANTK(1)
+	QUANTK(2)
+	QUANTK(3)
+	QUANTK(4)
+	QUANTK(5)
+	QUANTK(6)
+	QUANTK(7)
+	QUANTK(8)
+	QUANTK(9)
+	QUANTK(10)
+	QUANTK(11)
+	QUANTK(12)
+	QUANTK(13)
+	QUANTK(14)
+	QUANTK(15)
+
+q8knext:
+	ADDQ $1024, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q8kblock
+
+q8kok:
+	MOVB $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+q8knan:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+q8kzero:
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 Z1, (DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z1, 128(DI)
+	VMOVDQU64 Z1, 192(DI)
+	VMOVDQU64 Z1, 228(DI)
+	JMP       q8knext
+
+// ROUND0 writes the 16 quants of the floats in Z scaled by Z7 (id) to
+// off(DI): q = trunc(x), then ±1 where x − q ≥ 0.5 or ≤ −0.5 (roundf,
+// ties away from zero; x − q is exact).
+#define ROUND0(Z, off) \
+	VMULPS     Z7, Z, Z8; \
+	VCVTTPS2DQ Z8, Z9; \
+	VCVTDQ2PS  Z9, Z10; \
+	VSUBPS     Z10, Z8, Z10; \
+	VCMPPS     $0x0D, Z29, Z10, K1; \
+	VCMPPS     $0x02, Z28, Z10, K2; \
+	VPADDD     Z27, Z9, K1, Z9; \
+	VPSUBD     Z27, Z9, K2, Z9; \
+	VPMOVDB    Z9, off(DI)
+
+// func quantQ8_0AVX512(x *float32, nb int, dst *byte, ds *float32) bool
+TEXT ·quantQ8_0AVX512(SB), NOSPLIT, $0-33
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVQ ds+24(FP), DX
+	MOVL $0x7FFFFFFF, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x3F000000, AX // 0.5
+	VPBROADCASTD AX, Z29
+	MOVL $0xBF000000, AX // -0.5
+	VPBROADCASTD AX, Z28
+	MOVL $1, AX
+	VPBROADCASTD AX, Z27
+	TESTQ CX, CX
+	JZ    q80ok
+
+q80block:
+	VMOVUPS  (SI), Z1
+	VMOVUPS  64(SI), Z2
+	VCMPPS   $3, Z1, Z1, K1
+	VCMPPS   $3, Z2, Z2, K2
+	KORTESTW K1, K2
+	JNZ      q80nan
+	VANDPS   Z31, Z1, Z3
+	VANDPS   Z31, Z2, Z4
+	VMAXPS   Z4, Z3, Z3
+	HMAX(Z3, Y3, X3, Y4, X4)
+	MOVL     $0x42FE0000, AX // 127
+	VMOVD    AX, X5
+	VDIVSS   X5, X3, X6      // d = amax/127
+	VMOVSS   X6, (DX)
+	VXORPS   X7, X7, X7
+	VUCOMISS X7, X6
+	JEQ      q80id           // id = 0 for d = 0
+	MOVL     $0x3F800000, AX
+	VMOVD    AX, X7
+	VDIVSS   X6, X7, X7      // id = 1/d
+
+q80id:
+	VBROADCASTSS X7, Z7
+	ROUND0(Z1, 2)
+	ROUND0(Z2, 18)
+	ADDQ $128, SI
+	ADDQ $34, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q80block
+
+q80ok:
+	MOVB $1, ret+32(FP)
+	VZEROUPPER
+	RET
+
+q80nan:
+	MOVB $0, ret+32(FP)
+	VZEROUPPER
+	RET

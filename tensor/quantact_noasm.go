@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package tensor
+
+// quantActFast has no assembly here: Quantize does the work.
+func quantActFast(Type, []float32, []byte) bool { return false }
+
+// quantActHasFast reports whether quantActFast handles t: never here.
+func quantActHasFast(Type) bool { return false }
