@@ -84,6 +84,12 @@ func DotKernel(t Type) (DotFunc, error) {
 	return nil, fmt.Errorf("tensor: dot product with %s weights: %w", t, &notSupportedError{t: t})
 }
 
+// DotPrefetches reports whether the dot product that DotKernel returns for
+// t prefetches the weight bytes ahead of the block it computes (past the
+// row's end: the next rows, as a matrix stores them), so that a caller
+// streaming a matrix from memory row after row need not prefetch itself.
+func DotPrefetches(t Type) bool { return dotPrefetches(t) }
+
 // DotRow returns the dot product of n elements of a weight row w of type t
 // and an activation row act of type t.VecDotType(). It panics if t has no
 // kernel or the rows are too short; resolve the kernel once with DotKernel

@@ -109,6 +109,12 @@ var dotKernels = map[Type]struct {
 	BF16:   {dotBF16F32Generic, dotBF16F32AVX2, nil},
 }
 
+// dotPrefetches lists the types whose chosen kernel prefetches its weight
+// rows ahead (DOTPF in dot_amd64.h).
+func dotPrefetches(t Type) bool {
+	return dotAVX512 && (t == Q4_K || t == Q6_K)
+}
+
 // dotImpls returns the implementations of the dot product for weight type t
 // that run on this CPU, the pure-Go twin first.
 func dotImpls(t Type) []dotImpl {

@@ -42,3 +42,6 @@ func dotIQ4XSQ8K(x, y []byte, nb int) float32 { return dotIQ4XSQ8KGeneric(x, y, 
 func dotF32F32(x, y []byte, n int) float32    { return dotF32F32Generic(x, y, n) }
 func dotF16F32(x, y []byte, n int) float32    { return dotF16F32Generic(x, y, n) }
 func dotBF16F32(x, y []byte, n int) float32   { return dotBF16F32Generic(x, y, n) }
+
+// dotPrefetches: the twins leave prefetching to the hardware.
+func dotPrefetches(Type) bool { return false }

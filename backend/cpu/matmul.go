@@ -247,10 +247,12 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	if n == 1 {
+	if n == 1 && !k.streams {
 		// One token reads each weight byte once, from memory: fetch the
 		// next rows while this block computes, so that the kernel's work
-		// and the memory transfer overlap.
+		// and the memory transfer overlap. (Kernels that prefetch as they
+		// go do better alone: these bursts stall on the line fill buffers
+		// and leave them idle while the block computes.)
 		step := max(1, prefetchBytes/rb)
 		for r := lo; r < hi; r += step {
 			e := min(r+step, hi)
@@ -312,9 +314,10 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 
 // kernel is the fast product for one weight type.
 type kernel struct {
-	gemm tensor.GemmFunc
-	tile int
-	act  tensor.Type // the activations' type
+	gemm    tensor.GemmFunc
+	tile    int
+	act     tensor.Type // the activations' type
+	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
 }
 
 // kernels holds the fast product of every type that has one, indexed by
@@ -325,7 +328,7 @@ var kernels = sync.OnceValue(func() []*kernel {
 		var k *kernel
 		if id.Known() {
 			if f, tile, err := tensor.GemmKernel(id); err == nil {
-				k = &kernel{gemm: f, tile: tile, act: id.VecDotType()}
+				k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
 			}
 		}
 		ks = append(ks, k)
