@@ -112,7 +112,7 @@ var dotKernels = map[Type]struct {
 // dotPrefetches lists the types whose chosen kernel prefetches its weight
 // rows ahead (DOTPF in dot_amd64.h).
 func dotPrefetches(t Type) bool {
-	return dotAVX512 && (t == Q4_K || t == Q6_K)
+	return dotAVX512 && (t == Q4_K || t == Q6_K || t == Q8_0 || t == Q5_0)
 }
 
 // dotImpls returns the implementations of the dot product for weight type t
