@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Multi-token dot products: the matrix products of prompt processing.
@@ -83,6 +84,11 @@ type gemmKernel struct {
 	size  int
 	dot   func(x, y []byte, nb int) float32
 	typ   Type
+	// raw, when set, is dot's assembly kernel itself (nb > 0, pointers to
+	// whole blocks), which the rows of a single token call directly: a
+	// decode step computes some 350k short rows, and the adapter's checks
+	// and indirect call were a tenth of a 1536-wide Q4_K row.
+	raw func(x, y *byte, nb int) float32
 }
 
 // gemmShape checks the arguments of a GemmFunc for weight type t and returns
@@ -150,6 +156,16 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 			for ; j < j1; j++ {
 				a := act[j*lda:]
 				o := out[j*ldo:]
+				if k.raw != nil {
+					// gemmShape checked that every row and token lies
+					// within w, act and out.
+					ap, wp := &a[0], unsafe.Pointer(&w[r0*ldw])
+					o := o[r0:r1]
+					for i := range o {
+						o[i] = k.raw((*byte)(unsafe.Add(wp, i*ldw)), ap, nb)
+					}
+					continue
+				}
 				for r := r0; r < r1; r++ {
 					o[r] = k.dot(w[r*ldw:], a, nb)
 				}

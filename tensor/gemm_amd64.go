@@ -83,10 +83,10 @@ func gemmImpls(t Type) []gemmKernel {
 	tiles := gemmTiles[t]
 	impls := []gemmKernel{{name: "generic", size: 1, dot: k.generic, typ: t}}
 	if dotAVX2 && k.avx2 != nil {
-		impls = append(impls, gemmTier("avx2", dotAsm(k.avx2), t, gemmStep{tiles.avx2, 4}))
+		impls = append(impls, gemmTier("avx2", k.avx2, t, gemmStep{tiles.avx2, 4}))
 	}
 	if dotAVX512 && k.avx512 != nil {
-		impls = append(impls, gemmTier("avx512vnni", dotAsm(k.avx512), t,
+		impls = append(impls, gemmTier("avx512vnni", k.avx512, t,
 			gemmStep{tiles.avx512x8, 8}, gemmStep{tiles.avx512, 4}))
 	}
 	return impls
@@ -94,8 +94,8 @@ func gemmImpls(t Type) []gemmKernel {
 
 // gemmTier builds the implementation of one instruction set from its tile
 // kernels (largest first; nil ones are left out) and its single-row kernel.
-func gemmTier(name string, dot func(x, y []byte, nb int) float32, t Type, steps ...gemmStep) gemmKernel {
-	k := gemmKernel{name: name, size: 1, dot: dot, typ: t}
+func gemmTier(name string, raw dotAsmKernel, t Type, steps ...gemmStep) gemmKernel {
+	k := gemmKernel{name: name, size: 1, dot: dotAsm(raw), raw: raw, typ: t}
 	for _, s := range steps {
 		if s.tile != nil {
 			k.steps = append(k.steps, s)
