@@ -117,3 +117,18 @@ func prefetch(b []byte) {
 		prefetchAVX(&b[0], len(b))
 	}
 }
+
+//go:noescape
+func swigluAVX512(dst, gate, up *float32, n int)
+
+// swigluVec computes swigluGeneric on the longest prefix of whole 16-value
+// vectors where the CPU has AVX-512 and returns its length.
+func swigluVec(dst, gate, up []float32) int {
+	n := len(dst) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	gate, up = gate[:n], up[:n]
+	swigluAVX512(&dst[0], &gate[0], &up[0], n)
+	return n
+}

@@ -308,3 +308,38 @@ func TestAttend4(t *testing.T) {
 		}
 	}
 }
+
+// TestSwiGLUVec: the vector SwiGLU gives swigluGeneric's bits (NaN for
+// NaN), over random magnitudes, both signs of zero, the exponential's
+// cut-off at −87, huge values and infinities.
+func TestSwiGLUVec(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 4099
+	g, u := make([]float32, n), make([]float32, n)
+	special := []float32{0, float32(math.Copysign(0, -1)), 87, -87, 87.0001, -87.0001, 88, -88, 1e-40, -1e-40,
+		1e30, -1e30, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0.5, -0.5}
+	for i := range g {
+		switch {
+		case i < len(special):
+			g[i] = special[i]
+		case i%3 == 0:
+			g[i] = float32(r.NormFloat64() * 30)
+		case i%3 == 1:
+			g[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(40)-20)))
+		default:
+			g[i] = math.Float32frombits(r.Uint32())
+		}
+		u[i] = float32(r.NormFloat64())
+	}
+	for _, off := range []int{0, 1, 15, 16, 17} {
+		want, got := make([]float32, n-off), make([]float32, n-off)
+		swigluGeneric(want, g[off:], u[off:])
+		swigluFast(got, g[off:], u[off:])
+		for i := range want {
+			w, v := want[i], got[i]
+			if math.Float32bits(w) != math.Float32bits(v) && !(w != w && v != v) {
+				t.Fatalf("offset %d, value %d: silu(%g)·%g = %g, one by one %g", off, i, g[off+i], u[off+i], v, w)
+			}
+		}
+	}
+}

@@ -205,8 +205,18 @@ func (d *Device) attentionFast(kqv, q, lat []float32, kb, vb backend.Matrix, sel
 }
 
 // swigluFast is SwiGLU with the float32 exponential of expNeg: silu(g) =
-// g·σ(g), σ(g) = 1/(1+e^−g) for g ≥ 0 and e^g/(1+e^g) below.
+// g·σ(g), σ(g) = 1/(1+e^−g) for g ≥ 0 and e^g/(1+e^g) below. Whole
+// vectors of values go to swigluVec (the same operations on 16 lanes,
+// where the CPU has them), the rest to swigluGeneric.
 func swigluFast(dst, gate, up []float32) {
+	gate = gate[:len(dst)]
+	up = up[:len(dst)]
+	n := swigluVec(dst, gate, up)
+	swigluGeneric(dst[n:], gate[n:], up[n:])
+}
+
+// swigluGeneric is swigluFast one value at a time.
+func swigluGeneric(dst, gate, up []float32) {
 	gate = gate[:len(dst)]
 	up = up[:len(dst)]
 	for i, g := range gate {
