@@ -89,6 +89,9 @@ type gemmKernel struct {
 	// decode step computes some 350k short rows, and the adapter's checks
 	// and indirect call were a tenth of a 1536-wide Q4_K row.
 	raw func(x, y *byte, nb int) float32
+	// rows4, when set, computes four rows ldw apart against one token,
+	// each exactly as raw, for rows of fewer than 8 blocks (gemmrows_amd64.s).
+	rows4 func(x *byte, ldw int, y *byte, nb int, out *float32)
 }
 
 // gemmShape checks the arguments of a GemmFunc for weight type t and returns
@@ -161,7 +164,13 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 					// within w, act and out.
 					ap, wp := &a[0], unsafe.Pointer(&w[r0*ldw])
 					o := o[r0:r1]
-					for i := range o {
+					i := 0
+					if k.rows4 != nil && nb < 8 {
+						for ; i+4 <= len(o); i += 4 {
+							k.rows4((*byte)(unsafe.Add(wp, i*ldw)), ldw, ap, nb, &o[i])
+						}
+					}
+					for ; i < len(o); i++ {
 						o[i] = k.raw((*byte)(unsafe.Add(wp, i*ldw)), ap, nb)
 					}
 					continue

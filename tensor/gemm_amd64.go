@@ -57,6 +57,22 @@ func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 
+// The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
+// rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
+// row y, each result what the AVX-512 dot kernel gives, in out[0:4].
+
+//go:noescape
+func rows4Q50Q80AVX512(x *byte, ldw int, y *byte, nb int, out *float32)
+
+//go:noescape
+func rows4Q80Q80AVX512(x *byte, ldw int, y *byte, nb int, out *float32)
+
+// gemmRows4 lists the four-row kernels by weight type (AVX-512 tier).
+var gemmRows4 = map[Type]func(x *byte, ldw int, y *byte, nb int, out *float32){
+	Q5_0: rows4Q50Q80AVX512,
+	Q8_0: rows4Q80Q80AVX512,
+}
+
 // gemmTiles lists the four-token tile kernels of each weight type per
 // instruction set, and the eight-token ones of AVX-512 (whose 32 vector
 // registers hold eight tokens' accumulators); a type without a tile kernel
@@ -88,6 +104,7 @@ func gemmImpls(t Type) []gemmKernel {
 	if dotAVX512 && k.avx512 != nil {
 		impls = append(impls, gemmTier("avx512vnni", k.avx512, t,
 			gemmStep{tiles.avx512x8, 8}, gemmStep{tiles.avx512, 4}))
+		impls[len(impls)-1].rows4 = gemmRows4[t]
 	}
 	return impls
 }
