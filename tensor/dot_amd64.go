@@ -109,10 +109,15 @@ var dotKernels = map[Type]struct {
 	BF16:   {dotBF16F32Generic, dotBF16F32AVX2, nil},
 }
 
-// dotPrefetches lists the types whose chosen kernel prefetches its weight
-// rows ahead (DOTPF in dot_amd64.h).
+// dotPrefetches reports whether the chosen kernel for t prefetches its
+// weight rows ahead (DOTPF in dot_amd64.h): the AVX2 and AVX-512 kernels of
+// the quantized types do; the float ones and the twins do not.
 func dotPrefetches(t Type) bool {
-	return dotAVX512 && (t == Q4_K || t == Q6_K || t == Q8_0 || t == Q5_0)
+	switch t {
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS:
+		return dotAVX2
+	}
+	return false
 }
 
 // dotImpls returns the implementations of the dot product for weight type t

@@ -21,7 +21,7 @@
 	VMOVSHDUP X, T; \
 	VADDSS T, X, X
 
-// DOTPF is how far ahead of the block being computed the AVX-512 kernels
+// DOTPF is how far ahead of the block being computed the quantized kernels
 // prefetch weight bytes (PREFETCHT0 on every line as they go): a single
 // token's product streams its weight rows from memory, one after the other,
 // and the hardware prefetchers of the machines this is tuned on leave a
