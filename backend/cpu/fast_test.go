@@ -159,6 +159,40 @@ func BenchmarkFastMatMul(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeMatMul reports the weight bytes read per second by
+// single-token products of matrices larger than the caches (512 MB, about
+// the weights one token of the bench shape reads), the regime of decode,
+// where BenchmarkFastMatMul's 2048x2048 fits in L2/L3. The rows are copies
+// of 512 quantized random rows.
+func BenchmarkDecodeMatMul(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0} {
+		const cols = 2048
+		small := quantMatrix(b, typ, randVec(r, 512*cols), 512, cols)
+		rows := (512 << 20) / small.RowBytes
+		data := make([]byte, rows*small.RowBytes)
+		for off := 0; off < len(data); off += len(small.Data) {
+			copy(data[off:], small.Data)
+		}
+		w, err := backend.NewMatrix("big", typ, rows, cols, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, dst := randVec(r, cols), make([]float32, rows)
+		for _, workers := range []int{1, 2} {
+			c := NewFast(workers)
+			b.Run(fmt.Sprintf("%s/t%d", typ, workers), func(b *testing.B) {
+				b.SetBytes(int64(len(w.Data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					c.MatMul(dst, x, 1, w)
+				}
+			})
+			c.close()
+		}
+	}
+}
+
 // TestFastMoE: the fast MoE (both phases over all experts at once) equals,
 // bit for bit, running each routed slot through the fast MatMul, SwiGLU
 // and the weighted sum in routing order; with the experts split over two
