@@ -183,6 +183,13 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 	if err := d.reserve(4*int64(n), "buffer"); err != nil {
 		return nil, err
 	}
+	if bytes := 4 * int64(n); d.budget == 0 && bytes >= bigAlloc {
+		if avail, ok := memAvailable(); ok && bytes > avail {
+			d.release(bytes)
+			return nil, fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
+				d.Name(), float64(bytes)/(1<<30), float64(avail)/(1<<30))
+		}
+	}
 	return make(buf, n), nil
 }
 
