@@ -83,37 +83,48 @@ func (p *pool) helper(w int) {
 
 // await waits until operation seen+1 is published (true) or the pool is
 // stopped (false): spinning first, then parked on h.wake.
+//
+// A wake-up can arrive late: do publishes, then wakes the parked helpers,
+// and if its goroutine is descheduled in between, a helper may see the
+// operation by spinning, finish it and park again before do's wake-up
+// reaches it. That wake-up is not a new operation, so after any wake-up
+// the helper checks the generation and otherwise waits again (returning
+// true for it made the helper count operations that never came and drive
+// busy negative, and the next do then waited forever).
 func (p *pool) await(h *helperState, seen uint64) bool {
-	for i := 0; i < spinRounds; i++ {
+	for {
+		for i := 0; i < spinRounds; i++ {
+			if p.gen.Load() != seen {
+				return true
+			}
+			if i%yieldEvery == yieldEvery-1 {
+				runtime.Gosched()
+			} else {
+				spinPause()
+			}
+		}
+		h.asleep.Store(true)
+		if p.gen.Load() != seen {
+			// Published meanwhile: take the flag back, or, if a do already
+			// took it, drain the wake-up it sends.
+			if !h.asleep.CompareAndSwap(true, false) {
+				<-h.wake
+			}
+			return true
+		}
+		select {
+		case <-h.wake:
+		case <-p.quit:
+			// A do that raced with stop may have claimed the flag: then
+			// its wake-up is on the way.
+			if h.asleep.CompareAndSwap(true, false) {
+				return false
+			}
+			<-h.wake
+		}
 		if p.gen.Load() != seen {
 			return true
 		}
-		if i%yieldEvery == yieldEvery-1 {
-			runtime.Gosched()
-		} else {
-			spinPause()
-		}
-	}
-	h.asleep.Store(true)
-	if p.gen.Load() != seen {
-		// Published meanwhile: take the flag back, or, if do already
-		// took it, drain the wake-up it sends.
-		if !h.asleep.CompareAndSwap(true, false) {
-			<-h.wake
-		}
-		return true
-	}
-	select {
-	case <-h.wake:
-		return true
-	case <-p.quit:
-		// A do that raced with stop may have claimed the flag: then
-		// its wake-up is on the way and the operation needs us.
-		if h.asleep.CompareAndSwap(true, false) {
-			return false
-		}
-		<-h.wake
-		return true
 	}
 }
 
