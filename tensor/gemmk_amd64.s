@@ -15,6 +15,9 @@
 // order, and the same horizontal sums end them, so every result equals
 // that kernel's bit for bit. Only integer additions are reordered (the
 // Q6_K offset −32 is subtracted first instead of last), which is exact.
+// The AVX-512 Q4_K and Q6_K tiles prefetch their weight lines DOTPF ahead
+// as the single-row kernels do (no change to the arithmetic): the experts of
+// a batched decode step (a few tokens each) stream their rows from memory.
 //
 // func gemm*(x, y *byte, lda, nb int, out *float32, ldo int)
 
@@ -382,6 +385,9 @@ TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z14
 
 q4kzloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
 	SCALES6
 	VMOVQ      R8, X8
 	VPMOVZXBW  X8, X8
@@ -609,6 +615,10 @@ TEXT ·gemmQ6KQ8KAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z12
 
 q6kzloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
+	PREFETCHT0 (DOTPF+192)(SI)
 	VPMOVSXBW 192(SI), Y15
 	CORR6Z(DI, Z20)
 	CORR6Z(R11, Z21)
@@ -738,6 +748,9 @@ TEXT ·gemmQ4KQ8KAVX512x8(SB), NOSPLIT, $128-48
 	VPBROADCASTD AX, Z14
 
 q4k8loop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
 	SCALES6
 	XORQ         R10, R10
 	VMOVQ        R8, X8
@@ -844,6 +857,10 @@ TEXT ·gemmQ6KQ8KAVX512x8(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z12
 
 q6k8loop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
+	PREFETCHT0 (DOTPF+192)(SI)
 	VPMOVSXBW 192(SI), Y15
 	TOK8Q6(C8Q6K, 0)
 	HALF8Q6(0, 128, 192, 4, 68)
