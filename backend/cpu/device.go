@@ -219,9 +219,10 @@ func (d *Device) Write(dst backend.Buffer, src []float32) {
 
 // Read copies src to dst.
 func (d *Device) Read(dst []float32, src backend.Buffer) {
-	if copy(dst, F32(src)) != len(dst) || len(dst) != src.Len() {
+	if len(dst) != src.Len() {
 		panic(fmt.Sprintf("%s: Read of a buffer of %d values into %d", d.Name(), src.Len(), len(dst)))
 	}
+	d.cpu.copy(dst, F32(src))
 }
 
 // ReadIDs copies src to dst.

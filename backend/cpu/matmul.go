@@ -25,6 +25,7 @@ type CPU struct {
 	at      attnTask
 	moe     moeScratch
 	qt      quantTask
+	ct      copyTask
 	ws      []workerScratch // per worker; used only inside pool tasks
 	hook    ActivationHook
 }
@@ -142,8 +143,11 @@ func fastRowsPer(rows, rb, n, workers int) int {
 		return rows
 	}
 	per := (rows + 4*workers - 1) / (4 * workers)
-	if n == 1 {
+	switch {
+	case n == 1:
 		per = min(per, max(1, decodeChunkBytes/max(rb, 1)))
+	case n <= batchTokens:
+		per = min(per, max(1, batchChunkBytes/max(rb, 1)))
 	}
 	per = max(per, 16)
 	return (per + 15) &^ 15
@@ -154,6 +158,16 @@ func fastRowsPer(rows, rb, n, workers int) int {
 // rows; the 254 MB Q6_K output head of the bench shape in 1900 chunks),
 // against 4 chunks per worker (8 MB to 32 MB there) before.
 const decodeChunkBytes = 128 << 10
+
+// A product of a few tokens (a batched decode step: up to batchTokens
+// sequences) is compute-bound on large matrices, and four chunks per
+// worker were up to 9 ms each on the bench shape's output head at 16
+// tokens, which a worker slowed by anything else left the other to wait
+// out at the end; its chunks hold about batchChunkBytes of weight rows.
+const (
+	batchTokens     = 32
+	batchChunkBytes = 1 << 20
+)
 
 // quantize converts n rows of cols values of x to type t (the activation
 // type of a fast product) in c.act, using the workers for many rows, and
@@ -176,6 +190,42 @@ func (c *CPU) quantize(x []float32, n, cols int, t tensor.Type) ([]byte, int) {
 	c.pool.do(q, (n+q.per-1)/q.per)
 	*q = quantTask{}
 	return c.act, rb
+}
+
+// copy copies src to dst (of equal lengths), on all the workers when it
+// is large: the logits of a batched decode step (16 rows of a 151k
+// vocabulary: 9.7 MB) are read into memory the caller has just allocated,
+// whose first touch of every page is a page fault, ~37 ms of CPU a step on
+// the CI machine (a virtual machine, where faults are dear) when the
+// caller copied alone while the helpers waited.
+func (c *CPU) copy(dst, src []float32) {
+	if len(dst) < parallelCopy || c.workers == 1 {
+		copy(dst, src)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &c.ct
+	*t = copyTask{dst: dst, src: src}
+	c.pool.do(t, (len(dst)+copyChunk-1)/copyChunk)
+	*t = copyTask{}
+}
+
+// parallelCopy is the number of values from which copy splits the work
+// (4 MB: the logits of one token, 0.6 MB on the bench shape, stay on the
+// caller), copyChunk the values of one chunk (256 KB).
+const (
+	parallelCopy = 1 << 20
+	copyChunk    = 1 << 16
+)
+
+// copyTask is copy on the workers: chunk i is values [i·copyChunk, …).
+type copyTask struct{ dst, src []float32 }
+
+func (t *copyTask) run(_, i int) {
+	lo := i * copyChunk
+	hi := min(lo+copyChunk, len(t.dst))
+	copy(t.dst[lo:hi], t.src[lo:hi])
 }
 
 // rowSize returns the bytes of cols values of t (a checked shape).
