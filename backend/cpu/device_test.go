@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -177,4 +178,40 @@ func f32bytes(v []float32) []byte {
 		b = append(b, byte(bits), byte(bits>>8), byte(bits>>16), byte(bits>>24))
 	}
 	return b
+}
+
+// TestRead: Read copies every value, on the caller alone (small buffers,
+// one worker) and in chunks on all the workers (large ones, whose last
+// chunk is partial); a length mismatch panics.
+func TestRead(t *testing.T) {
+	for _, tc := range []struct{ workers, n int }{
+		{1, parallelCopy + 5}, {2, 1000}, {2, parallelCopy - 1}, {2, parallelCopy}, {3, 3*copyChunk + 7}, {2, parallelCopy + copyChunk/2},
+	} {
+		t.Run(fmt.Sprintf("t%d/n%d", tc.workers, tc.n), func(t *testing.T) {
+			d := NewDevice(0, tc.workers, 0)
+			defer d.Close()
+			src := make([]float32, tc.n)
+			for i := range src {
+				src[i] = float32(i) + 0.5
+			}
+			b, err := d.Alloc(tc.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Write(b, src)
+			dst := make([]float32, tc.n)
+			d.Read(dst, b)
+			for i := range dst {
+				if dst[i] != src[i] {
+					t.Fatalf("value %d: got %g, want %g", i, dst[i], src[i])
+				}
+			}
+			defer func() {
+				if recover() == nil {
+					t.Error("Read into a shorter slice did not panic")
+				}
+			}()
+			d.Read(dst[:tc.n-1], b)
+		})
+	}
 }
