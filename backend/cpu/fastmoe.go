@@ -170,7 +170,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 		rb := rowSize(kD.act, F)
 		s.ad = growBytes(s.ad, n*rb)
 		q := &c.qt
-		*q = quantTask{t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: n}
+		*q = quantTask{hook: c.hook, t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: n}
 		if n >= 8 && c.workers > 1 { // a few rows (decode) take less than waking the workers
 			q.per = (n + c.workers - 1) / c.workers
 		}
