@@ -169,13 +169,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 	} else {
 		rb := rowSize(kD.act, F)
 		s.ad = growBytes(s.ad, n*rb)
-		q := &c.qt
-		*q = quantTask{hook: c.hook, t: kD.act, x: s.g, dst: s.ad, cols: F, rb: rb, per: n}
-		if n >= 8 && c.workers > 1 { // a few rows (decode) take less than waking the workers
-			q.per = (n + c.workers - 1) / c.workers
-		}
-		c.pool.do(q, (n+q.per-1)/q.per)
-		*q = quantTask{}
+		c.quantizeTo(s.ad, s.g, n, F, rb, kD.act)
 		t.actD, t.ldD = s.ad, rb
 	}
 	t.down = true

@@ -182,14 +182,21 @@ func (c *CPU) quantize(x []float32, n, cols int, t tensor.Type) ([]byte, int) {
 		c.act = make([]byte, n*rb)
 	}
 	c.act = c.act[:n*rb]
+	c.quantizeTo(c.act, x, n, cols, rb, t)
+	return c.act, rb
+}
+
+// quantizeTo converts n rows of cols values of x to t in dst, rb bytes a
+// row, on the workers when there are many rows (a few, as in decode, take
+// less than waking the workers).
+func (c *CPU) quantizeTo(dst []byte, x []float32, n, cols, rb int, t tensor.Type) {
 	q := &c.qt
-	*q = quantTask{hook: c.hook, t: t, x: x, dst: c.act, cols: cols, rb: rb, per: n}
+	*q = quantTask{hook: c.hook, t: t, x: x, dst: dst, cols: cols, rb: rb, per: n}
 	if n >= 8 && c.workers > 1 {
 		q.per = (n + c.workers - 1) / c.workers
 	}
 	c.pool.do(q, (n+q.per-1)/q.per)
 	*q = quantTask{}
-	return c.act, rb
 }
 
 // copy copies src to dst (of equal lengths), on all the workers when it
