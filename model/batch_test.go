@@ -12,7 +12,9 @@ import (
 // batch gives bit-for-bit the logits of decoding them one by one, with and
 // without tensor parallelism, exact and fast products, on a glm-dsa and a
 // deepseek2 model, and on a glm-dsa model with top_k 8 where some sessions
-// attend to a DSA selection and others (still short) to every key.
+// attend to a DSA selection and others (still short) to every key. Odd
+// steps go through DecodeBatchInto into one reused buffer, filled with NaN
+// first, so that every logit must be written.
 func TestDecodeBatch(t *testing.T) {
 	for _, tc := range []struct {
 		model string
@@ -48,10 +50,24 @@ func TestDecodeBatch(t *testing.T) {
 				}
 			}
 			tokens := []int32{5, 6, 7, 8, 9}
+			V := m.Config().VocabSize
+			dst := make([]float32, len(batch)*V)
 			for step := range 4 {
-				got, err := DecodeBatch(batch, tokens)
-				if err != nil {
-					t.Fatal(err)
+				var got [][]float32
+				if step%2 == 0 {
+					if got, err = DecodeBatch(batch, tokens); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					for i := range dst {
+						dst[i] = float32(math.NaN())
+					}
+					if err := DecodeBatchInto(dst, batch, tokens); err != nil {
+						t.Fatal(err)
+					}
+					for i := range batch {
+						got = append(got, dst[i*V:(i+1)*V])
+					}
 				}
 				for i, s := range alone {
 					want, err := s.Decode(tokens[i])
@@ -101,22 +117,31 @@ func TestDecodeBatchErrors(t *testing.T) {
 	}
 	closed := newSession(m, 8)
 	closed.Close()
+	V := m.Config().VocabSize
 	for _, tc := range []struct {
 		name     string
 		sessions []*Session
 		tokens   []int32
 		want     string
 		is       error
+		dst      int // logits for DecodeBatchInto; 0: DecodeBatch
 	}{
-		{"length mismatch", []*Session{a, b}, []int32{1}, "2 sessions but 1 tokens", nil},
-		{"twice", []*Session{a, a}, []int32{1, 2}, "appears twice", nil},
-		{"other model", []*Session{a, newSession(other, 8)}, []int32{1, 2}, "another model", nil},
-		{"context full", []*Session{a, full}, []int32{1, 2}, "session 1", ErrContextFull},
-		{"bad token", []*Session{a, b}, []int32{1, 1 << 20}, "outside the vocabulary", nil},
-		{"closed", []*Session{a, closed}, []int32{1, 2}, "closed", nil},
+		{"length mismatch", []*Session{a, b}, []int32{1}, "2 sessions but 1 tokens", nil, 0},
+		{"twice", []*Session{a, a}, []int32{1, 2}, "appears twice", nil, 0},
+		{"other model", []*Session{a, newSession(other, 8)}, []int32{1, 2}, "another model", nil, 0},
+		{"context full", []*Session{a, full}, []int32{1, 2}, "session 1", ErrContextFull, 0},
+		{"bad token", []*Session{a, b}, []int32{1, 1 << 20}, "outside the vocabulary", nil, 0},
+		{"closed", []*Session{a, closed}, []int32{1, 2}, "closed", nil, 0},
+		{"short logits", []*Session{a, b}, []int32{1, 2}, fmt.Sprintf("%d logits for 2 sessions", 2*V-1), nil, 2*V - 1},
+		{"one short logit", []*Session{a}, []int32{1}, "for 1 sessions", nil, V + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeBatch(tc.sessions, tc.tokens)
+			var err error
+			if tc.dst > 0 {
+				err = DecodeBatchInto(make([]float32, tc.dst), tc.sessions, tc.tokens)
+			} else {
+				_, err = DecodeBatch(tc.sessions, tc.tokens)
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}

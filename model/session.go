@@ -126,6 +126,9 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// Model returns the model the session runs.
+func (s *Session) Model() *Model { return s.m }
+
 // Pos returns the number of tokens in the sequence so far.
 func (s *Session) Pos() int { return s.pos }
 

@@ -190,7 +190,7 @@ func BenchmarkDecode(b *testing.B) {
 		for _, st := range []struct {
 			name string
 			s    Stepper
-		}{{"batch", BatchStepper{}}, {"sequential", SequentialStepper{}}} {
+		}{{"batch", &BatchStepper{}}, {"sequential", SequentialStepper{}}} {
 			for _, n := range []int{1, 4, 16} {
 				if n == 1 && st.name == "sequential" {
 					continue // the same as batch with one sequence

@@ -106,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: the tokenizer has %d tokens but the model's output only %d", v, n)
 	}
 	if cfg.Stepper == nil {
-		cfg.Stepper = BatchStepper{}
+		cfg.Stepper = &BatchStepper{}
 	}
 	// Allocate one slot now, so that a context too large for memory fails
 	// here rather than on the first request.
