@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 )
 
@@ -18,7 +19,10 @@ import (
 // accumulators exactly as the single-row kernel of the same instruction set
 // does: four tokens for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
 // IQ4_XS with AVX2, and with AVX-512 where the single-row kernel has that
-// tier, eight for Q4_K and Q6_K there. And the loop order: tokens are taken
+// tier, eight and two as well for Q4_K and Q6_K there (the eight-token
+// ones read the tokens' values from a cache-line-aligned packed copy, see
+// packQ8K; two tokens are common among the experts of a batched decode
+// step). And the loop order: tokens are taken
 // in blocks of about gemmTokenBytes of activations and weight rows in blocks
 // of about gemmRowBytes, so that both stay in the L2 cache while every tile
 // of the token block passes over every row of the row block; each weight
@@ -68,10 +72,48 @@ const (
 // token t goes to out[t*ldo] (an element stride). nb may not be zero.
 type gemmTileFunc func(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// gemmStep is a tile kernel and the number of tokens it computes.
+// gemmPackedFunc is a gemmTileFunc of Q8_K activations that reads the
+// tokens' int8 values from the packed copy at q that packQ8K makes (the
+// scales and block sums still from y), for loads aligned to cache lines.
+type gemmPackedFunc func(x, y, q *byte, lda, nb int, out *float32, ldo int)
+
+// gemmStep is a tile kernel and the number of tokens it computes; packed,
+// when set, is the same kernel reading packed activations, which run uses
+// instead.
 type gemmStep struct {
-	tile gemmTileFunc
-	size int
+	tile   gemmTileFunc
+	packed gemmPackedFunc
+	size   int
+}
+
+// packQ8K copies the int8 values of the Q8_K activation rows of tokens
+// j..j+7 (nb blocks each, lda bytes apart) to q: block b of token k at
+// q[2048·b+256·k:], so that the packed kernels load whole cache lines (a
+// Q8_K block is 292 bytes, and in place most 64-byte loads of its values
+// straddle two lines).
+func packQ8K(q, act []byte, lda, j, nb int) {
+	const bs, qs = 292, 256
+	for k := range 8 {
+		a := act[(j+k)*lda:]
+		for b := range nb {
+			copy(q[b*8*qs+k*qs:b*8*qs+(k+1)*qs], a[b*bs+4:b*bs+4+qs])
+		}
+	}
+}
+
+// gemmPacks holds the buffers of packed activations between calls, so that
+// a GemmFunc allocates nothing in steady state (a cache, as fmt's printer
+// pool: any buffer serves any call).
+var gemmPacks = sync.Pool{New: func() any { return new([]byte) }}
+
+// alignedPack returns a 64-byte aligned slice of n bytes of *buf, growing it.
+func alignedPack(buf *[]byte, n int) []byte {
+	if cap(*buf) < n+64 {
+		*buf = make([]byte, n+64)
+	}
+	b := (*buf)[:n+64]
+	off := int((64 - uintptr(unsafe.Pointer(&b[0]))%64) % 64)
+	return b[off : off+n]
 }
 
 // gemmKernel is one implementation of a GemmFunc: its tile kernels, largest
@@ -152,6 +194,12 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	if k.rows4 != nil && nb < 8 {
 		steps = nil
 	}
+	var pack []byte
+	if len(steps) > 0 && steps[0].packed != nil && m >= steps[0].size {
+		buf := gemmPacks.Get().(*[]byte)
+		defer gemmPacks.Put(buf)
+		pack = alignedPack(buf, 8*256*nb)
+	}
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)
 		for r0 := 0; r0 < rows; r0 += rb {
@@ -159,6 +207,13 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 			j := j0
 			for _, s := range steps {
 				for ; j+s.size <= j1; j += s.size {
+					if s.packed != nil {
+						packQ8K(pack, act, lda, j, nb)
+						for r := r0; r < r1; r++ {
+							s.packed(&w[r*ldw], &act[j*lda], &pack[0], lda, nb, &out[j*ldo+r], ldo)
+						}
+						continue
+					}
 					for r := r0; r < r1; r++ {
 						s.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
 					}

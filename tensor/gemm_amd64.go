@@ -57,6 +57,23 @@ func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 
+// The two-token kernels of AVX-512: the four-token ones for two tokens.
+
+//go:noescape
+func gemmQ4KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+// The packed eight-token kernels: the x8 kernels reading each token's
+// activation values from the packed copy at q (see packQ8K).
+
+//go:noescape
+func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+
 // The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
 // rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
 // row y, each result what the AVX-512 dot kernel gives, in out[0:4].
@@ -75,17 +92,23 @@ var gemmRows4 = map[Type]func(x *byte, ldw int, y *byte, nb int, out *float32){
 
 // gemmTiles lists the four-token tile kernels of each weight type per
 // instruction set, and the eight-token ones of AVX-512 (whose 32 vector
-// registers hold eight tokens' accumulators); a type without a tile kernel
-// for a set runs that set's single-row kernel per token.
-var gemmTiles = map[Type]struct{ avx2, avx512, avx512x8 gemmTileFunc }{
-	Q8_0:   {gemmQ80Q80AVX2, gemmQ80Q80AVX512, nil},
-	Q4_0:   {gemmQ40Q80AVX2, gemmQ40Q80AVX512, nil},
-	Q5_0:   {gemmQ50Q80AVX2, gemmQ50Q80AVX512, nil},
-	IQ4_NL: {gemmIQ4NLQ80AVX2, gemmIQ4NLQ80AVX512, nil},
-	Q4_K:   {gemmQ4KQ8KAVX2, gemmQ4KQ8KAVX512, gemmQ4KQ8KAVX512x8},
-	Q5_K:   {gemmQ5KQ8KAVX2, nil, nil},
-	Q6_K:   {gemmQ6KQ8KAVX2, gemmQ6KQ8KAVX512, gemmQ6KQ8KAVX512x8},
-	IQ4_XS: {gemmIQ4XSQ8KAVX2, nil, nil},
+// registers hold eight tokens' accumulators), with their packed twins; a
+// type without a tile kernel for a set runs that set's single-row kernel
+// per token.
+var gemmTiles = map[Type]struct {
+	avx2, avx512, avx512x8, avx512x2 gemmTileFunc
+	avx512x8p                        gemmPackedFunc
+}{
+	Q8_0:   {avx2: gemmQ80Q80AVX2, avx512: gemmQ80Q80AVX512},
+	Q4_0:   {avx2: gemmQ40Q80AVX2, avx512: gemmQ40Q80AVX512},
+	Q5_0:   {avx2: gemmQ50Q80AVX2, avx512: gemmQ50Q80AVX512},
+	IQ4_NL: {avx2: gemmIQ4NLQ80AVX2, avx512: gemmIQ4NLQ80AVX512},
+	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x8: gemmQ4KQ8KAVX512x8,
+		avx512x2: gemmQ4KQ8KAVX512x2, avx512x8p: gemmQ4KQ8KAVX512x8p},
+	Q5_K: {avx2: gemmQ5KQ8KAVX2},
+	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x8: gemmQ6KQ8KAVX512x8,
+		avx512x2: gemmQ6KQ8KAVX512x2, avx512x8p: gemmQ6KQ8KAVX512x8p},
+	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
 }
 
 // gemmImpls returns the implementations of the multi-token product for
@@ -99,11 +122,12 @@ func gemmImpls(t Type) []gemmKernel {
 	tiles := gemmTiles[t]
 	impls := []gemmKernel{{name: "generic", size: 1, dot: k.generic, typ: t}}
 	if dotAVX2 && k.avx2 != nil {
-		impls = append(impls, gemmTier("avx2", k.avx2, t, gemmStep{tiles.avx2, 4}))
+		impls = append(impls, gemmTier("avx2", k.avx2, t, gemmStep{tile: tiles.avx2, size: 4}))
 	}
 	if dotAVX512 && k.avx512 != nil {
 		impls = append(impls, gemmTier("avx512vnni", k.avx512, t,
-			gemmStep{tiles.avx512x8, 8}, gemmStep{tiles.avx512, 4}))
+			gemmStep{tile: tiles.avx512x8, packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
+			gemmStep{tile: tiles.avx512x2, size: 2}))
 		impls[len(impls)-1].rows4 = gemmRows4[t]
 	}
 	return impls
