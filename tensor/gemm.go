@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -86,20 +87,35 @@ type gemmStep struct {
 	size   int
 }
 
-// packQ8K copies the int8 values of the Q8_K activation rows of tokens
-// j..j+7 (nb blocks each, lda bytes apart) to q: block b of token k at
-// q[2048·b+256·k:], so that the packed kernels load whole cache lines (a
-// Q8_K block is 292 bytes, and in place most 64-byte loads of its values
-// straddle two lines).
+// packQ8K copies the int8 values and block sums of the Q8_K activation
+// rows of tokens j..j+7 (nb blocks each, lda bytes apart) to q, which holds
+// packQ8KBlock bytes a block: block b's values of token k at
+// q[packQ8KBlock·b+256·k:], its sixteen int16 block sums at +2048+32·k,
+// and their eight pair sums (bsums[2i]+bsums[2i+1]) at +2304+16·k. The
+// packed kernels then load whole cache lines: a Q8_K block is 292 bytes,
+// and in place most 64-byte loads of its values straddle two lines.
 func packQ8K(q, act []byte, lda, j, nb int) {
 	const bs, qs = 292, 256
 	for k := range 8 {
 		a := act[(j+k)*lda:]
 		for b := range nb {
-			copy(q[b*8*qs+k*qs:b*8*qs+(k+1)*qs], a[b*bs+4:b*bs+4+qs])
+			blk := a[b*bs : (b+1)*bs]
+			p := q[b*packQ8KBlock : (b+1)*packQ8KBlock]
+			copy(p[k*qs:(k+1)*qs], blk[4:4+qs])
+			copy(p[2048+32*k:2048+32*(k+1)], blk[4+qs:bs])
+			sums := p[2304+16*k : 2304+16*(k+1)]
+			for i := range 8 {
+				s0 := int16(binary.LittleEndian.Uint16(blk[4+qs+4*i:]))
+				s1 := int16(binary.LittleEndian.Uint16(blk[4+qs+4*i+2:]))
+				binary.LittleEndian.PutUint16(sums[2*i:], uint16(s0+s1))
+			}
 		}
 	}
 }
+
+// packQ8KBlock is the bytes of one block of eight tokens packed by
+// packQ8K (PACKB in gemmk_amd64.s), a multiple of 64.
+const packQ8KBlock = 8*256 + 8*32 + 8*16
 
 // gemmPacks holds the buffers of packed activations between calls, so that
 // a GemmFunc allocates nothing in steady state (a cache, as fmt's printer
@@ -198,7 +214,7 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	if len(steps) > 0 && steps[0].packed != nil && m >= steps[0].size {
 		buf := gemmPacks.Get().(*[]byte)
 		defer gemmPacks.Put(buf)
-		pack = alignedPack(buf, 8*256*nb)
+		pack = alignedPack(buf, packQ8KBlock*nb)
 	}
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)

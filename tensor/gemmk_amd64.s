@@ -879,13 +879,19 @@ q6k8loop:
 	RET
 
 // The packed x8 kernels (…x8p) are the x8 kernels with each token's
-// quantized activations read from a packed copy at q (R14): block j of
-// token k's 256 int8 values at q + 2048·j + 256·k, 64-byte aligned when q
-// is. A Q8_K block is 292 bytes, so in place nearly every 64-byte load of
-// its values straddles two cache lines, and split loads halve the rate of
-// the multiply-adds that consume them (0.7 vs 1.5 a cycle measured here).
-// The scales and block sums still come from the Q8_K blocks at y; the
-// arithmetic is the x8 kernels', so every result is the same bit for bit.
+// quantized activations read from a packed copy at q (R14), PACKB bytes a
+// block: at q + PACKB·j for block j, the 256 int8 values of token k at
+// 256·k, its sixteen int16 block sums at 2048 + 32·k and their eight pair
+// sums at 2304 + 16·k (see packQ8K), all 64-byte aligned when q is. A Q8_K
+// block is 292 bytes, so in place nearly every 64-byte load of its values
+// straddles two cache lines, and split loads halve the rate of the
+// multiply-adds that consume them (0.7 vs 1.5 a cycle measured here). The
+// pair sums spare the Q4_K kernel a horizontal add per token and block,
+// and the Q6_K kernel forms the offset term −32·Σ scale_s·bsums[s] with
+// one multiply-add of the scales times −32 (the same integers: no
+// product overflows). The float operations are the x8 kernels', so every
+// result is the same bit for bit. d (dy) still comes from the blocks at y.
+#define PACKB 2432
 
 // TOK8P expands M(k, A) for the eight tokens k with lanes A of the Q4_K
 // packed kernel.
@@ -912,6 +918,20 @@ q6k8loop:
 	VPANDD       Z14, Z2, Z2; \
 	VPSHUFB      smem, Z8, Z3; \
 	TOK8Q4P(T8Q4KP, yoff, OP)
+
+// E8Q4KP is E8Q4K with the token's pair sums of block sums in the packed
+// copy (token k's at 2304 + m, m = 16k).
+#define E8Q4KP(B, I, m, A, F, p, q) \
+	VPMADDWD     (2304+m)(R14), X9, X0; \
+	VCVTDQ2PS    X0, X0; \
+	VBROADCASTSS 0(B)(I), Z1; \
+	VMULPS       X1, X6, X7; \
+	VMOVUPS      m(SP), X5; \
+	VFMADD231PS  X7, X0, X5; \
+	VMOVUPS      X5, m(SP); \
+	VMULPS       Z1, Z15, Z1; \
+	VCVTDQ2PS    A, A; \
+	VFMADD231PS  Z1, A, F
 
 // func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-56
@@ -958,9 +978,9 @@ q4k8ploop:
 	CHUNK8P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
 	CHUNK8P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
 	CHUNK8P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
-	TOK8Q4(E8Q4K, 0, 0)
+	TOK8Q4(E8Q4KP, 0, 0)
 	NEXT8(144)
-	ADDQ $2048, R14
+	ADDQ $PACKB, R14
 	DECQ CX
 	JNZ  q4k8ploop
 
@@ -1039,8 +1059,20 @@ q6k8ploop:
 	PREFETCHT0 (DOTPF+64)(SI)
 	PREFETCHT0 (DOTPF+128)(SI)
 	PREFETCHT0 (DOTPF+192)(SI)
+	// Each token's lanes start at −[32·Σ scale_s·bsums[s], 0]: the
+	// scales times −32 (Y15) times the packed block sums.
 	VPMOVSXBW 192(SI), Y15
-	TOK8Q6(C8Q6K, 0)
+	VPSLLW    $5, Y15, Y15
+	VPXOR     X0, X0, X0
+	VPSUBW    Y15, Y0, Y15
+	VPMADDWD  2048(R14), Y15, Y16
+	VPMADDWD  2080(R14), Y15, Y17
+	VPMADDWD  2112(R14), Y15, Y18
+	VPMADDWD  2144(R14), Y15, Y19
+	VPMADDWD  2176(R14), Y15, Y20
+	VPMADDWD  2208(R14), Y15, Y21
+	VPMADDWD  2240(R14), Y15, Y22
+	VPMADDWD  2272(R14), Y15, Y23
 	HALF8Q6P(0, 128, 192, 4, 68)
 	HALF8Q6P(64, 160, 200, 132, 196)
 	MOVWLZX   208(SI), AX
@@ -1048,7 +1080,7 @@ q6k8ploop:
 	VCVTPH2PS X13, X13
 	TOK8Q6(E8Q6K, 0)
 	NEXT8(210)
-	ADDQ $2048, R14
+	ADDQ $PACKB, R14
 	DECQ CX
 	JNZ  q6k8ploop
 
