@@ -91,7 +91,8 @@ type gemmStep struct {
 // rows of tokens j..j+7 (nb blocks each, lda bytes apart) to q, which holds
 // packQ8KBlock bytes a block: block b's values of token k at
 // q[packQ8KBlock·b+256·k:], its sixteen int16 block sums at +2048+32·k,
-// and their eight pair sums (bsums[2i]+bsums[2i+1]) at +2304+16·k. The
+// their eight pair sums (bsums[2i]+bsums[2i+1]) at +2304+16·k, and its
+// scale dy at +2432+4·k. The
 // packed kernels then load whole cache lines: a Q8_K block is 292 bytes,
 // and in place most 64-byte loads of its values straddle two lines.
 func packQ8K(q, act []byte, lda, j, nb int) {
@@ -103,6 +104,7 @@ func packQ8K(q, act []byte, lda, j, nb int) {
 			p := q[b*packQ8KBlock : (b+1)*packQ8KBlock]
 			copy(p[k*qs:(k+1)*qs], blk[4:4+qs])
 			copy(p[2048+32*k:2048+32*(k+1)], blk[4+qs:bs])
+			copy(p[2432+4*k:2432+4*(k+1)], blk[:4])
 			sums := p[2304+16*k : 2304+16*(k+1)]
 			for i := range 8 {
 				s0 := int16(binary.LittleEndian.Uint16(blk[4+qs+4*i:]))
@@ -115,7 +117,7 @@ func packQ8K(q, act []byte, lda, j, nb int) {
 
 // packQ8KBlock is the bytes of one block of eight tokens packed by
 // packQ8K (PACKB in gemmk_amd64.s), a multiple of 64.
-const packQ8KBlock = 8*256 + 8*32 + 8*16
+const packQ8KBlock = 8*256 + 8*32 + 8*16 + 64
 
 // gemmPacks holds the buffers of packed activations between calls, so that
 // a GemmFunc allocates nothing in steady state (a cache, as fmt's printer

@@ -882,7 +882,8 @@ q6k8loop:
 // quantized activations read from a packed copy at q (R14), PACKB bytes a
 // block: at q + PACKB·j for block j, the 256 int8 values of token k at
 // 256·k, its sixteen int16 block sums at 2048 + 32·k and their eight pair
-// sums at 2304 + 16·k (see packQ8K), all 64-byte aligned when q is. A Q8_K
+// sums at 2304 + 16·k, its dy at 2432 + 4·k (see packQ8K), all 64-byte
+// aligned when q is. A Q8_K
 // block is 292 bytes, so in place nearly every 64-byte load of its values
 // straddles two cache lines, and split loads halve the rate of the
 // multiply-adds that consume them (0.7 vs 1.5 a cycle measured here). The
@@ -890,8 +891,8 @@ q6k8loop:
 // and the Q6_K kernel forms the offset term −32·Σ scale_s·bsums[s] with
 // one multiply-add of the scales times −32 (the same integers: no
 // product overflows). The float operations are the x8 kernels', so every
-// result is the same bit for bit. d (dy) still comes from the blocks at y.
-#define PACKB 2432
+// result is the same bit for bit. The Q6_K kernel still takes dy from y.
+#define PACKB 2496
 
 // TOK8P expands M(k, A) for the eight tokens k with lanes A of the Q4_K
 // packed kernel.
@@ -919,34 +920,53 @@ q6k8loop:
 	VPSHUFB      smem, Z8, Z3; \
 	TOK8Q4P(T8Q4KP, yoff, OP)
 
-// E8Q4KP is E8Q4K with the token's pair sums of block sums in the packed
-// copy (token k's at 2304 + m, m = 16k).
+// gemmPermDy + 64h spreads the packed dy of tokens 4h..4h+3 over the four
+// 128-bit lanes of a vector, one token per lane.
+DATA gemmPermDy<>+0(SB)/8, $0x0000000000000000
+DATA gemmPermDy<>+8(SB)/8, $0x0000000000000000
+DATA gemmPermDy<>+16(SB)/8, $0x0000000100000001
+DATA gemmPermDy<>+24(SB)/8, $0x0000000100000001
+DATA gemmPermDy<>+32(SB)/8, $0x0000000200000002
+DATA gemmPermDy<>+40(SB)/8, $0x0000000200000002
+DATA gemmPermDy<>+48(SB)/8, $0x0000000300000003
+DATA gemmPermDy<>+56(SB)/8, $0x0000000300000003
+DATA gemmPermDy<>+64(SB)/8, $0x0000000400000004
+DATA gemmPermDy<>+72(SB)/8, $0x0000000400000004
+DATA gemmPermDy<>+80(SB)/8, $0x0000000500000005
+DATA gemmPermDy<>+88(SB)/8, $0x0000000500000005
+DATA gemmPermDy<>+96(SB)/8, $0x0000000600000006
+DATA gemmPermDy<>+104(SB)/8, $0x0000000600000006
+DATA gemmPermDy<>+112(SB)/8, $0x0000000700000007
+DATA gemmPermDy<>+120(SB)/8, $0x0000000700000007
+GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
+
+// E8Q4KP adds token k's block (lanes A) times d·dy to F (m = 16k; dy packed
+// at 2432 + 4k).
 #define E8Q4KP(B, I, m, A, F, p, q) \
-	VPMADDWD     (2304+m)(R14), X9, X0; \
-	VCVTDQ2PS    X0, X0; \
-	VBROADCASTSS 0(B)(I), Z1; \
-	VMULPS       X1, X6, X7; \
-	VMOVUPS      m(SP), X5; \
-	VFMADD231PS  X7, X0, X5; \
-	VMOVUPS      X5, m(SP); \
+	VBROADCASTSS (2432+m/4)(R14), Z1; \
 	VMULPS       Z1, Z15, Z1; \
 	VCVTDQ2PS    A, A; \
 	VFMADD231PS  Z1, A, F
 
+// MINS8P adds the min terms of tokens 4h..4h+3 (pair sums at poff) to MACC,
+// one token per 128-bit lane: the four lanes of each token get exactly the
+// single-row kernel's MINSK4 (dmin·dy times Σ m_j·pairsum_j, fused), with
+// the mins broadcast in Z9 and dmin in Z6.
+#define MINS8P(poff, PERM, MACC) \
+	VPMADDWD    poff(R14), Z9, Z0; \
+	VCVTDQ2PS   Z0, Z0; \
+	VPERMPS     2432(R14), PERM, Z1; \
+	VMULPS      Z1, Z6, Z1; \
+	VFMADD231PS Z1, Z0, MACC
+
 // func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+//
+// The min accumulators of tokens 0-3 and 4-7 live in Z28 and Z29, a token
+// per 128-bit lane, and go to 16k(SP) for the final sums; y is not read.
 TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-56
 	MOVQ x+0(FP), SI
-	MOVQ y+8(FP), DI
 	MOVQ q+16(FP), R14
-	MOVQ lda+24(FP), R11
 	MOVQ nb+32(FP), CX
-	LEAQ (R11)(R11*2), R12
-	LEAQ (DI)(R11*1), R13
-	VPXORD  Z0, Z0, Z0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
 	VPXORD  Z20, Z20, Z20
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
@@ -955,35 +975,43 @@ TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-56
 	VPXORD  Z25, Z25, Z25
 	VPXORD  Z26, Z26, Z26
 	VPXORD  Z27, Z27, Z27
+	VPXORD  Z28, Z28, Z28
+	VPXORD  Z29, Z29, Z29
 	MOVL    $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
+	VMOVDQU32 gemmPermDy<>+0(SB), Z30
+	VMOVDQU32 gemmPermDy<>+64(SB), Z31
 
 q4k8ploop:
 	PREFETCHT0 (DOTPF+0)(SI)
 	PREFETCHT0 (DOTPF+64)(SI)
 	PREFETCHT0 (DOTPF+128)(SI)
 	SCALES6
-	XORQ         R10, R10
 	VMOVQ        R8, X8
 	VPMOVZXBW    X8, X8
 	VSHUFI32X4   $0, Z8, Z8, Z8
 	VMOVQ        R9, X9
 	VPMOVZXBW    X9, X9
+	VSHUFI32X4   $0, Z9, Z9, Z9
 	VMOVD        0(SI), X4
 	VCVTPH2PS    X4, X4
 	VBROADCASTSS X4, Z15
 	VMOVSHDUP    X4, X6
-	VBROADCASTSS X6, X6
+	VBROADCASTSS X6, Z6
 	CHUNK8P(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
 	CHUNK8P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
 	CHUNK8P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
 	CHUNK8P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
 	TOK8Q4(E8Q4KP, 0, 0)
-	NEXT8(144)
+	MINS8P(2304, Z30, Z28)
+	MINS8P(2368, Z31, Z29)
+	ADDQ $144, SI
 	ADDQ $PACKB, R14
 	DECQ CX
 	JNZ  q4k8ploop
 
+	VMOVUPS Z28, 0(SP)
+	VMOVUPS Z29, 64(SP)
 	MOVQ out+40(FP), DX
 	MOVQ ldo+48(FP), BX
 	SHLQ $2, BX
