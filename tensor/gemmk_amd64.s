@@ -891,7 +891,7 @@ q6k8loop:
 // and the Q6_K kernel forms the offset term −32·Σ scale_s·bsums[s] with
 // one multiply-add of the scales times −32 (the same integers: no
 // product overflows). The float operations are the x8 kernels', so every
-// result is the same bit for bit. The Q6_K kernel still takes dy from y.
+// result is the same bit for bit; y is not read.
 #define PACKB 2496
 
 // TOK8P expands M(k, A) for the eight tokens k with lanes A of the Q4_K
@@ -940,11 +940,10 @@ DATA gemmPermDy<>+112(SB)/8, $0x0000000700000007
 DATA gemmPermDy<>+120(SB)/8, $0x0000000700000007
 GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 
-// E8Q4KP adds token k's block (lanes A) times d·dy to F (m = 16k; dy packed
-// at 2432 + 4k).
+// E8Q4KP adds token k's block (lanes A) times d·dy to F (m = 16k; the
+// eight products d·dy at 0(SP), formed per block from the packed dy).
 #define E8Q4KP(B, I, m, A, F, p, q) \
-	VBROADCASTSS (2432+m/4)(R14), Z1; \
-	VMULPS       Z1, Z15, Z1; \
+	VBROADCASTSS (m/4)(SP), Z1; \
 	VCVTDQ2PS    A, A; \
 	VFMADD231PS  Z1, A, F
 
@@ -1002,6 +1001,8 @@ q4k8ploop:
 	CHUNK8P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
 	CHUNK8P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
 	CHUNK8P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	VMULPS       2432(R14), Y15, Y1
+	VMOVUPS      Y1, 0(SP)
 	TOK8Q4(E8Q4KP, 0, 0)
 	MINS8P(2304, Z30, Z28)
 	MINS8P(2368, Z31, Z29)
@@ -1059,16 +1060,18 @@ q4k8ploop:
 	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
 	TOK8Q6P(T8Q6KP, yo64)
 
+// E8Q6KP adds token k's block (lanes A) times d·dy to F, the eight
+// products d·dy at 0(SP), formed per block from the packed dy.
+#define E8Q6KP(k, A, F) \
+	VCVTDQ2PS    A, A; \
+	VBROADCASTSS (4*k)(SP), Z0; \
+	VFMADD231PS  Z0, A, F
+
 // func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $0-56
+TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-56
 	MOVQ x+0(FP), SI
-	MOVQ y+8(FP), DI
 	MOVQ q+16(FP), R14
-	MOVQ lda+24(FP), R11
 	MOVQ nb+32(FP), CX
-	LEAQ (R11)(R11*2), R12
-	LEAQ (DI)(R11*1), R13
-	XORQ R10, R10
 	VPXORD Z24, Z24, Z24
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
@@ -1106,8 +1109,18 @@ q6k8ploop:
 	MOVWLZX   208(SI), AX
 	VMOVD     AX, X13
 	VCVTPH2PS X13, X13
-	TOK8Q6(E8Q6K, 0)
-	NEXT8(210)
+	VBROADCASTSS X13, Y13
+	VMULPS    2432(R14), Y13, Y0
+	VMOVUPS   Y0, 0(SP)
+	E8Q6KP(0, Z16, Z24)
+	E8Q6KP(1, Z17, Z25)
+	E8Q6KP(2, Z18, Z26)
+	E8Q6KP(3, Z19, Z27)
+	E8Q6KP(4, Z20, Z28)
+	E8Q6KP(5, Z21, Z29)
+	E8Q6KP(6, Z22, Z30)
+	E8Q6KP(7, Z23, Z31)
+	ADDQ $210, SI
 	ADDQ $PACKB, R14
 	DECQ CX
 	JNZ  q6k8ploop
