@@ -212,23 +212,31 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	if k.rows4 != nil && nb < 8 {
 		steps = nil
 	}
+	// The packed tiles (the first step, where it has them) read the tiles
+	// of each token block from a copy made once per token block.
 	var pack []byte
-	if len(steps) > 0 && steps[0].packed != nil && m >= steps[0].size {
+	packed := len(steps) > 0 && steps[0].packed != nil && m >= steps[0].size
+	if packed {
 		buf := gemmPacks.Get().(*[]byte)
 		defer gemmPacks.Put(buf)
-		pack = alignedPack(buf, packQ8KBlock*nb)
+		pack = alignedPack(buf, packQ8KBlock*nb*(min(m, tb)/steps[0].size))
 	}
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)
+		if packed {
+			for j := j0; j+steps[0].size <= j1; j += steps[0].size {
+				packQ8K(pack[(j-j0)/steps[0].size*packQ8KBlock*nb:], act, lda, j, nb)
+			}
+		}
 		for r0 := 0; r0 < rows; r0 += rb {
 			r1 := min(rows, r0+rb)
 			j := j0
 			for _, s := range steps {
 				for ; j+s.size <= j1; j += s.size {
 					if s.packed != nil {
-						packQ8K(pack, act, lda, j, nb)
+						q := &pack[(j-j0)/s.size*packQ8KBlock*nb]
 						for r := r0; r < r1; r++ {
-							s.packed(&w[r*ldw], &act[j*lda], &pack[0], lda, nb, &out[j*ldo+r], ldo)
+							s.packed(&w[r*ldw], &act[j*lda], q, lda, nb, &out[j*ldo+r], ldo)
 						}
 						continue
 					}
