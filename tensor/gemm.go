@@ -80,7 +80,8 @@ type gemmPackedFunc func(x, y, q *byte, lda, nb int, out *float32, ldo int)
 
 // gemmStep is a tile kernel and the number of tokens it computes; packed,
 // when set, is the same kernel reading packed activations, which run uses
-// instead.
+// instead (a step may have only that). Steps with packed kernels come
+// first and have sizes that are multiples of 8.
 type gemmStep struct {
 	tile   gemmTileFunc
 	packed gemmPackedFunc
@@ -212,20 +213,21 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	if k.rows4 != nil && nb < 8 {
 		steps = nil
 	}
-	// The packed tiles (the first step, where it has them) read the tiles
-	// of each token block from a copy made once per token block.
+	// The packed tiles (the first steps, where they have them) read the
+	// tokens of each token block from a copy made once per token block,
+	// eight tokens at a time: a sixteen-token tile reads two such groups.
 	var pack []byte
-	packed := len(steps) > 0 && steps[0].packed != nil && m >= steps[0].size
+	packed := len(steps) > 0 && steps[0].packed != nil && m >= 8
 	if packed {
 		buf := gemmPacks.Get().(*[]byte)
 		defer gemmPacks.Put(buf)
-		pack = alignedPack(buf, packQ8KBlock*nb*(min(m, tb)/steps[0].size))
+		pack = alignedPack(buf, packQ8KBlock*nb*(min(m, tb)/8))
 	}
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)
 		if packed {
-			for j := j0; j+steps[0].size <= j1; j += steps[0].size {
-				packQ8K(pack[(j-j0)/steps[0].size*packQ8KBlock*nb:], act, lda, j, nb)
+			for j := j0; j+8 <= j1; j += 8 {
+				packQ8K(pack[(j-j0)/8*packQ8KBlock*nb:], act, lda, j, nb)
 			}
 		}
 		for r0 := 0; r0 < rows; r0 += rb {
@@ -234,7 +236,7 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 			for _, s := range steps {
 				for ; j+s.size <= j1; j += s.size {
 					if s.packed != nil {
-						q := &pack[(j-j0)/s.size*packQ8KBlock*nb]
+						q := &pack[(j-j0)/8*packQ8KBlock*nb]
 						for r := r0; r < r1; r++ {
 							s.packed(&w[r*ldw], &act[j*lda], q, lda, nb, &out[j*ldo+r], ldo)
 						}

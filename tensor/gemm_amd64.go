@@ -74,6 +74,12 @@ func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
 
+// gemmQ6KQ8KAVX512x16p is the packed Q6_K kernel for sixteen tokens: two
+// packed eight-token tiles, the second right after the first.
+//
+//go:noescape
+func gemmQ6KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+
 // The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
 // rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
 // row y, each result what the AVX-512 dot kernel gives, in out[0:4].
@@ -97,7 +103,7 @@ var gemmRows4 = map[Type]func(x *byte, ldw int, y *byte, nb int, out *float32){
 // per token.
 var gemmTiles = map[Type]struct {
 	avx2, avx512, avx512x8, avx512x2 gemmTileFunc
-	avx512x8p                        gemmPackedFunc
+	avx512x8p, avx512x16p            gemmPackedFunc
 }{
 	Q8_0:   {avx2: gemmQ80Q80AVX2, avx512: gemmQ80Q80AVX512},
 	Q4_0:   {avx2: gemmQ40Q80AVX2, avx512: gemmQ40Q80AVX512},
@@ -107,7 +113,7 @@ var gemmTiles = map[Type]struct {
 		avx512x2: gemmQ4KQ8KAVX512x2, avx512x8p: gemmQ4KQ8KAVX512x8p},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x8: gemmQ6KQ8KAVX512x8,
-		avx512x2: gemmQ6KQ8KAVX512x2, avx512x8p: gemmQ6KQ8KAVX512x8p},
+		avx512x2: gemmQ6KQ8KAVX512x2, avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p},
 	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
 }
 
@@ -126,6 +132,7 @@ func gemmImpls(t Type) []gemmKernel {
 	}
 	if dotAVX512 && k.avx512 != nil {
 		impls = append(impls, gemmTier("avx512vnni", k.avx512, t,
+			gemmStep{packed: tiles.avx512x16p, size: 16},
 			gemmStep{tile: tiles.avx512x8, packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
 			gemmStep{tile: tiles.avx512x2, size: 2}))
 		impls[len(impls)-1].rows4 = gemmRows4[t]
@@ -138,7 +145,7 @@ func gemmImpls(t Type) []gemmKernel {
 func gemmTier(name string, raw dotAsmKernel, t Type, steps ...gemmStep) gemmKernel {
 	k := gemmKernel{name: name, size: 1, dot: dotAsm(raw), raw: raw, typ: t}
 	for _, s := range steps {
-		if s.tile != nil {
+		if s.tile != nil || s.packed != nil {
 			k.steps = append(k.steps, s)
 		}
 	}

@@ -95,8 +95,9 @@ func gemmFill(t *testing.T, name string) *dotFill {
 
 // TestGemmVariants checks every implementation that runs on this CPU
 // against the single-row kernel it pairs with, bit for bit, for token
-// counts 1 to 13 (full tiles of 8 and 4 and tails) and one to three rows; the twin
-// variant is thereby held to the pure-Go dot twin.
+// counts 1 to 13 (full tiles of 8, 4 and 2 and tails), and 16 to 35 in
+// steps of 3 where the tiles of 16 come in, with one to three rows; the
+// twin variant is thereby held to the pure-Go dot twin.
 func TestGemmVariants(t *testing.T) {
 	for _, wt := range dotTypes {
 		impls := gemmImpls(wt)
@@ -109,10 +110,13 @@ func TestGemmVariants(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s", wt, impl.name, fill), func(t *testing.T) {
 					r := rand.New(rand.NewPCG(uint64(wt), uint64(len(impl.name))*7+uint64(len(fill))))
 					for _, nb := range gemmLengths(wt) {
-						for m := 1; m <= 13; m++ {
+						for m := 1; m <= 35; m++ {
+							if m > 13 && (m < 16 || (m-16)%3 != 0) {
+								continue
+							}
 							rows := 1 + m%3
-							if nb*wt.BlockSize() >= 6144 && m != 4 && m != 13 {
-								continue // long rows: one full tile and one with a tail
+							if nb*wt.BlockSize() >= 6144 && m != 4 && m != 13 && m != 34 {
+								continue // long rows: full tiles and ones with a tail
 							}
 							c := newGemmCase(wt, rows, m, nb, f, r)
 							c.check(t, c.run(impl.run), impl.dot)

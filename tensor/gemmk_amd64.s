@@ -1248,3 +1248,179 @@ q6kx2loop:
 	RES6Z(Z17)
 	VZEROUPPER
 	RET
+
+// Sixteen-token packed tile, Q6_K, AVX-512: the output head of a batched
+// decode step of sixteen sequences, where the eight-token kernel decoded
+// every weight block twice. Tokens 0-7 come from the packed tile at q
+// (R14), tokens 8-15 from the next one at q + PACKB·nb (DI). The sixteen
+// tokens' lanes fill Z16-Z31, so their float accumulators live on the
+// stack at 64 + 64k(SP) (the eight-token kernel's Z24-Z31): each block
+// end loads, fuses and stores them, with the same float operations as the
+// single-row kernel (F + A·(d·dy), fused), so results are unchanged bit
+// for bit.
+
+// T16Q6 adds token k's products with the weights in Z4 (scale words Z5)
+// to its lanes A; its values are at off(P).
+#define T16Q6(P, off, A) \
+	VPMADDUBSW off(P), Z4, Z3; \
+	VPDPWSSD   Z5, Z3, A
+
+// TOK16Q6 runs T16Q6 for the sixteen tokens at activation offset yoff.
+#define TOK16Q6(yoff) \
+	T16Q6(R14, (0*256+yoff-4), Z16); \
+	T16Q6(R14, (1*256+yoff-4), Z17); \
+	T16Q6(R14, (2*256+yoff-4), Z18); \
+	T16Q6(R14, (3*256+yoff-4), Z19); \
+	T16Q6(R14, (4*256+yoff-4), Z20); \
+	T16Q6(R14, (5*256+yoff-4), Z21); \
+	T16Q6(R14, (6*256+yoff-4), Z22); \
+	T16Q6(R14, (7*256+yoff-4), Z23); \
+	T16Q6(DI, (0*256+yoff-4), Z24); \
+	T16Q6(DI, (1*256+yoff-4), Z25); \
+	T16Q6(DI, (2*256+yoff-4), Z26); \
+	T16Q6(DI, (3*256+yoff-4), Z27); \
+	T16Q6(DI, (4*256+yoff-4), Z28); \
+	T16Q6(DI, (5*256+yoff-4), Z29); \
+	T16Q6(DI, (6*256+yoff-4), Z30); \
+	T16Q6(DI, (7*256+yoff-4), Z31)
+
+// HALF16Q6 is HALF8Q6P for sixteen tokens.
+#define HALF16Q6(qlo, qho, sco, yo, yo64) \
+	VPMOVSXBW    sco(SI), X9; \
+	VSHUFI32X4   $0, Z9, Z9, Z9; \
+	VMOVDQU64    qlo(SI), Z2; \
+	VMOVDQU      qho(SI), Y10; \
+	VPSRLW       $2, Y10, Y11; \
+	VINSERTI64X4 $1, Y11, Z10, Z10; \
+	VPANDD       Z14, Z2, Z4; \
+	VPANDD       Z12, Z10, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
+	TOK16Q6(yo); \
+	VPSRLW       $4, Z2, Z4; \
+	VPANDD       Z14, Z4, Z4; \
+	VPSRLW       $4, Z10, Z5; \
+	VPANDD       Z12, Z5, Z5; \
+	VPSLLW       $4, Z5, Z5; \
+	VPORD        Z5, Z4, Z4; \
+	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
+	TOK16Q6(yo64)
+
+// E16Q6 ends token k's block: F_k(SP) += A·(d·dy_k), fused.
+#define E16Q6(k, A) \
+	VCVTDQ2PS    A, A; \
+	VBROADCASTSS (4*k)(SP), Z0; \
+	VFMADD213PS  (64+64*k)(SP), Z0, A; \
+	VMOVUPS      A, (64+64*k)(SP)
+
+// R16Q6 stores token k's result as R8Q6K does and advances DX.
+#define R16Q6(k) \
+	VMOVUPS       (64+64*k)(SP), Z0; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X1); \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// func gemmQ6KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x16p(SB), 0, $1088-56
+	MOVQ x+0(FP), SI
+	MOVQ q+16(FP), R14
+	MOVQ nb+32(FP), CX
+	MOVQ  CX, DI
+	IMULQ $PACKB, DI
+	ADDQ  R14, DI
+	VPXORD  Z0, Z0, Z0
+	LEAQ    64(SP), AX
+	MOVQ    $16, BX
+
+q6k16pclear:
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     q6k16pclear
+	MOVL    $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL    $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6k16ploop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
+	PREFETCHT0 (DOTPF+192)(SI)
+	// Each token's lanes start at −[32·Σ scale_s·bsums[s], 0].
+	VPMOVSXBW 192(SI), Y15
+	VPSLLW    $5, Y15, Y15
+	VPXOR     X0, X0, X0
+	VPSUBW    Y15, Y0, Y15
+	VPMADDWD  2048(R14), Y15, Y16
+	VPMADDWD  2080(R14), Y15, Y17
+	VPMADDWD  2112(R14), Y15, Y18
+	VPMADDWD  2144(R14), Y15, Y19
+	VPMADDWD  2176(R14), Y15, Y20
+	VPMADDWD  2208(R14), Y15, Y21
+	VPMADDWD  2240(R14), Y15, Y22
+	VPMADDWD  2272(R14), Y15, Y23
+	VPMADDWD  2048(DI), Y15, Y24
+	VPMADDWD  2080(DI), Y15, Y25
+	VPMADDWD  2112(DI), Y15, Y26
+	VPMADDWD  2144(DI), Y15, Y27
+	VPMADDWD  2176(DI), Y15, Y28
+	VPMADDWD  2208(DI), Y15, Y29
+	VPMADDWD  2240(DI), Y15, Y30
+	VPMADDWD  2272(DI), Y15, Y31
+	HALF16Q6(0, 128, 192, 4, 68)
+	HALF16Q6(64, 160, 200, 132, 196)
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       2432(R14), Y13, Y0
+	VMOVUPS      Y0, 0(SP)
+	VMULPS       2432(DI), Y13, Y0
+	VMOVUPS      Y0, 32(SP)
+	E16Q6(0, Z16)
+	E16Q6(1, Z17)
+	E16Q6(2, Z18)
+	E16Q6(3, Z19)
+	E16Q6(4, Z20)
+	E16Q6(5, Z21)
+	E16Q6(6, Z22)
+	E16Q6(7, Z23)
+	E16Q6(8, Z24)
+	E16Q6(9, Z25)
+	E16Q6(10, Z26)
+	E16Q6(11, Z27)
+	E16Q6(12, Z28)
+	E16Q6(13, Z29)
+	E16Q6(14, Z30)
+	E16Q6(15, Z31)
+	ADDQ $210, SI
+	ADDQ $PACKB, R14
+	ADDQ $PACKB, DI
+	DECQ CX
+	JNZ  q6k16ploop
+
+	MOVQ out+40(FP), DX
+	MOVQ ldo+48(FP), BX
+	SHLQ $2, BX
+	R16Q6(0)
+	R16Q6(1)
+	R16Q6(2)
+	R16Q6(3)
+	R16Q6(4)
+	R16Q6(5)
+	R16Q6(6)
+	R16Q6(7)
+	R16Q6(8)
+	R16Q6(9)
+	R16Q6(10)
+	R16Q6(11)
+	R16Q6(12)
+	R16Q6(13)
+	R16Q6(14)
+	R16Q6(15)
+	VZEROUPPER
+	RET
