@@ -80,6 +80,12 @@ func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
 
+// gemmQ4KQ8KAVX512x16p is the packed Q4_K kernel for sixteen tokens, as
+// gemmQ6KQ8KAVX512x16p.
+//
+//go:noescape
+func gemmQ4KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+
 // The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
 // rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
 // row y, each result what the AVX-512 dot kernel gives, in out[0:4].
@@ -110,7 +116,7 @@ var gemmTiles = map[Type]struct {
 	Q5_0:   {avx2: gemmQ50Q80AVX2, avx512: gemmQ50Q80AVX512},
 	IQ4_NL: {avx2: gemmIQ4NLQ80AVX2, avx512: gemmIQ4NLQ80AVX512},
 	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x8: gemmQ4KQ8KAVX512x8,
-		avx512x2: gemmQ4KQ8KAVX512x2, avx512x8p: gemmQ4KQ8KAVX512x8p},
+		avx512x2: gemmQ4KQ8KAVX512x2, avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x8: gemmQ6KQ8KAVX512x8,
 		avx512x2: gemmQ6KQ8KAVX512x2, avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p},

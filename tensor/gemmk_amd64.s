@@ -1424,3 +1424,167 @@ q6k16ploop:
 	R16Q6(15)
 	VZEROUPPER
 	RET
+
+// Sixteen-token packed tile, Q4_K, AVX-512: as the Q6_K one, tokens 0-7
+// from the packed tile at q (R14) and 8-15 from the next (DI), lanes in
+// Z16-Z31, float accumulators at 64 + 64k(SP), the products d·dy at
+// 4k(SP), and the min accumulators of tokens 0-3, 4-7, 8-11 and 12-15 in
+// Z12, Z13, Z7 and Z4 (one token per 128-bit lane, as MINS8P), stored to
+// 1088 + 16k(SP) for the final sums. Every float operation is the
+// single-row kernel's, so results are unchanged bit for bit.
+
+// T16Q4 adds token k's products with the weights in Z2 (scale words Z3)
+// to its lanes A; its values are at off(P).
+#define T16Q4(P, off, A, OP) \
+	VPMADDUBSW off(P), Z2, Z5; \
+	OP         Z3, Z5, A
+
+// CHUNK16P decodes chunk c as CHUNK8P and multiplies it with the sixteen
+// tokens' values at yoff.
+#define CHUNK16P(qoff, yoff, smem, OP) \
+	VMOVDQU      qoff(SI), Y2; \
+	VPSRLW       $4, Y2, Y3; \
+	VINSERTI64X4 $1, Y3, Z2, Z2; \
+	VPANDD       Z14, Z2, Z2; \
+	VPSHUFB      smem, Z8, Z3; \
+	T16Q4(R14, (0*256+yoff-4), Z16, OP); \
+	T16Q4(R14, (1*256+yoff-4), Z17, OP); \
+	T16Q4(R14, (2*256+yoff-4), Z18, OP); \
+	T16Q4(R14, (3*256+yoff-4), Z19, OP); \
+	T16Q4(R14, (4*256+yoff-4), Z20, OP); \
+	T16Q4(R14, (5*256+yoff-4), Z21, OP); \
+	T16Q4(R14, (6*256+yoff-4), Z22, OP); \
+	T16Q4(R14, (7*256+yoff-4), Z23, OP); \
+	T16Q4(DI, (0*256+yoff-4), Z24, OP); \
+	T16Q4(DI, (1*256+yoff-4), Z25, OP); \
+	T16Q4(DI, (2*256+yoff-4), Z26, OP); \
+	T16Q4(DI, (3*256+yoff-4), Z27, OP); \
+	T16Q4(DI, (4*256+yoff-4), Z28, OP); \
+	T16Q4(DI, (5*256+yoff-4), Z29, OP); \
+	T16Q4(DI, (6*256+yoff-4), Z30, OP); \
+	T16Q4(DI, (7*256+yoff-4), Z31, OP)
+
+// MINS16P is MINS8P with the packed tile at P and the permutation in PERM.
+#define MINS16P(P, poff, PERM, MACC) \
+	VPMADDWD    poff(P), Z9, Z0; \
+	VCVTDQ2PS   Z0, Z0; \
+	VPERMPS     2432(P), PERM, Z1; \
+	VMULPS      Z1, Z6, Z1; \
+	VFMADD231PS Z1, Z0, MACC
+
+// R16Q4 stores token k's result as R8Q4K does and advances DX.
+#define R16Q4(k) \
+	VMOVUPS       (64+64*k)(SP), Z0; \
+	VMOVUPS       (1088+16*k)(SP), X1; \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	HSUM(Y0, X0, X2); \
+	VMOVHLPS      X1, X1, X2; \
+	VADDPS        X2, X1, X1; \
+	VMOVSHDUP     X1, X2; \
+	VADDSS        X2, X1, X1; \
+	VSUBSS        X1, X0, X0; \
+	VMOVSS        X0, (DX); \
+	ADDQ          BX, DX
+
+// func gemmQ4KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512x16p(SB), 0, $1344-56
+	MOVQ x+0(FP), SI
+	MOVQ q+16(FP), R14
+	MOVQ nb+32(FP), CX
+	MOVQ  CX, DI
+	IMULQ $PACKB, DI
+	ADDQ  R14, DI
+	VPXORD  Z0, Z0, Z0
+	LEAQ    64(SP), AX
+	MOVQ    $16, BX
+
+q4k16pclear:
+	VMOVUPS Z0, (AX)
+	ADDQ    $64, AX
+	DECQ    BX
+	JNZ     q4k16pclear
+	VPXORD  Z4, Z4, Z4
+	VPXORD  Z7, Z7, Z7
+	VPXORD  Z12, Z12, Z12
+	VPXORD  Z13, Z13, Z13
+	MOVL    $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU32 gemmPermDy<>+0(SB), Z10
+	VMOVDQU32 gemmPermDy<>+64(SB), Z11
+
+q4k16ploop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	PREFETCHT0 (DOTPF+128)(SI)
+	SCALES6
+	VMOVQ        R8, X8
+	VPMOVZXBW    X8, X8
+	VSHUFI32X4   $0, Z8, Z8, Z8
+	VMOVQ        R9, X9
+	VPMOVZXBW    X9, X9
+	VSHUFI32X4   $0, Z9, Z9, Z9
+	VMOVD        0(SI), X1
+	VCVTPH2PS    X1, X1
+	VBROADCASTSS X1, Z15
+	VMOVSHDUP    X1, X6
+	VBROADCASTSS X6, Z6
+	CHUNK16P(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
+	CHUNK16P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
+	CHUNK16P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
+	CHUNK16P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	VMULPS       2432(R14), Y15, Y1
+	VMOVUPS      Y1, 0(SP)
+	VMULPS       2432(DI), Y15, Y1
+	VMOVUPS      Y1, 32(SP)
+	E16Q6(0, Z16)
+	E16Q6(1, Z17)
+	E16Q6(2, Z18)
+	E16Q6(3, Z19)
+	E16Q6(4, Z20)
+	E16Q6(5, Z21)
+	E16Q6(6, Z22)
+	E16Q6(7, Z23)
+	E16Q6(8, Z24)
+	E16Q6(9, Z25)
+	E16Q6(10, Z26)
+	E16Q6(11, Z27)
+	E16Q6(12, Z28)
+	E16Q6(13, Z29)
+	E16Q6(14, Z30)
+	E16Q6(15, Z31)
+	MINS16P(R14, 2304, Z10, Z12)
+	MINS16P(R14, 2368, Z11, Z13)
+	MINS16P(DI, 2304, Z10, Z7)
+	MINS16P(DI, 2368, Z11, Z4)
+	ADDQ $144, SI
+	ADDQ $PACKB, R14
+	ADDQ $PACKB, DI
+	DECQ CX
+	JNZ  q4k16ploop
+
+	VMOVUPS Z12, 1088(SP)
+	VMOVUPS Z13, 1152(SP)
+	VMOVUPS Z7, 1216(SP)
+	VMOVUPS Z4, 1280(SP)
+	MOVQ out+40(FP), DX
+	MOVQ ldo+48(FP), BX
+	SHLQ $2, BX
+	R16Q4(0)
+	R16Q4(1)
+	R16Q4(2)
+	R16Q4(3)
+	R16Q4(4)
+	R16Q4(5)
+	R16Q4(6)
+	R16Q4(7)
+	R16Q4(8)
+	R16Q4(9)
+	R16Q4(10)
+	R16Q4(11)
+	R16Q4(12)
+	R16Q4(13)
+	R16Q4(14)
+	R16Q4(15)
+	VZEROUPPER
+	RET
