@@ -96,10 +96,24 @@ func rows4Q50Q80AVX512(x *byte, ldw int, y *byte, nb int, out *float32)
 //go:noescape
 func rows4Q80Q80AVX512(x *byte, ldw int, y *byte, nb int, out *float32)
 
-// gemmRows4 lists the four-row kernels by weight type (AVX-512 tier).
-var gemmRows4 = map[Type]func(x *byte, ldw int, y *byte, nb int, out *float32){
-	Q5_0: rows4Q50Q80AVX512,
-	Q8_0: rows4Q80Q80AVX512,
+// The four-row, four-token kernels of the same rows: rows x … x+3·ldw
+// against the tokens y … y+3·lda, token t's four results at out[t·ldo:],
+// each what rows4 gives for that token.
+
+//go:noescape
+func rows4x4Q50Q80AVX512(x *byte, ldw int, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func rows4x4Q80Q80AVX512(x *byte, ldw int, y *byte, lda, nb int, out *float32, ldo int)
+
+// gemmRows4 lists the four-row kernels by weight type (AVX-512 tier), one
+// token and four tokens at a time.
+var gemmRows4 = map[Type]struct {
+	one  func(x *byte, ldw int, y *byte, nb int, out *float32)
+	four func(x *byte, ldw int, y *byte, lda, nb int, out *float32, ldo int)
+}{
+	Q5_0: {rows4Q50Q80AVX512, rows4x4Q50Q80AVX512},
+	Q8_0: {rows4Q80Q80AVX512, rows4x4Q80Q80AVX512},
 }
 
 // gemmTiles lists the four-token tile kernels of each weight type per
@@ -141,7 +155,8 @@ func gemmImpls(t Type) []gemmKernel {
 			gemmStep{packed: tiles.avx512x16p, size: 16},
 			gemmStep{tile: tiles.avx512x8, packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
 			gemmStep{tile: tiles.avx512x2, size: 2}))
-		impls[len(impls)-1].rows4 = gemmRows4[t]
+		impls[len(impls)-1].rows4 = gemmRows4[t].one
+		impls[len(impls)-1].rows4x4 = gemmRows4[t].four
 	}
 	return impls
 }
