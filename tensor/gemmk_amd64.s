@@ -334,18 +334,27 @@ q5kloop:
 	VPMADDUBSW yoff(P), Z2, T; \
 	OP         Z3, T, A
 
-// CHUNK4Z decodes chunk c: 32 quant bytes at qoff, low nibbles then high
-// nibbles, as the single-row kernel's CHUNKK4.
-#define CHUNK4Z(qoff, yoff, smem, OP) \
+// CHUNKQ4Z decodes chunk c: 32 quant bytes at qoff, low nibbles then high
+// nibbles, as the single-row kernel's CHUNKK4, with the scale words of
+// the mask smem, and multiplies it with each token's activations at yoff
+// (TOKS: the tokens of the kernel).
+#define CHUNKQ4Z(TOKS, qoff, yoff, smem, OP) \
 	VMOVDQU      qoff(SI), Y2; \
 	VPSRLW       $4, Y2, Y3; \
 	VINSERTI64X4 $1, Y3, Z2, Z2; \
 	VPANDD       Z14, Z2, Z2; \
 	VPSHUFB      smem, Z8, Z3; \
+	TOKS(yoff, OP)
+
+// TOKS4Z multiplies the chunk with the four tokens' activations at yoff.
+#define TOKS4Z(yoff, OP) \
 	TOK4Z(DI, Z10, Z24, yoff, OP); \
 	TOK4Z(R11, Z11, Z25, yoff, OP); \
 	TOK4Z(R12, Z12, Z26, yoff, OP); \
 	TOK4Z(R13, Z13, Z27, yoff, OP)
+
+// CHUNK4Z is CHUNKQ4Z for the four tokens.
+#define CHUNK4Z(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS4Z, qoff, yoff, smem, OP)
 
 // END4Z adds token P's block (lanes A) to its accumulators ACC and MACC.
 #define END4Z(P, A, ACC, MACC) \
@@ -561,9 +570,11 @@ q6kloop:
 	VPMADDUBSW yoff(R13), Z4, Z27; \
 	VPDPWSSD   Z5, Z27, Z23
 
-// HALF6Z handles the 128 elements of half h as the single-row kernel's
-// HALFQ6: ql at qlo (64 bytes), qh at qho, scales at sco, activations at yo.
-#define HALF6Z(qlo, qho, sco, yo) \
+// HALFQ6Z handles the 128 elements of half h as the single-row kernel's
+// HALFQ6: ql at qlo (64 bytes), qh at qho, scales at sco, for each token's
+// activations at yo, then yo64 (TOKS: the tokens of the kernel). HALF6Z
+// is it for the four tokens.
+#define HALFQ6Z(TOKS, qlo, qho, sco, yo, yo64) \
 	VPMOVSXBW    sco(SI), X9; \
 	VSHUFI32X4   $0, Z9, Z9, Z9; \
 	VMOVDQU64    qlo(SI), Z2; \
@@ -575,7 +586,7 @@ q6kloop:
 	VPSLLW       $4, Z5, Z5; \
 	VPORD        Z5, Z4, Z4; \
 	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
-	TOK6Z(yo); \
+	TOKS(yo); \
 	VPSRLW       $4, Z2, Z4; \
 	VPANDD       Z14, Z4, Z4; \
 	VPSRLW       $4, Z10, Z5; \
@@ -583,7 +594,9 @@ q6kloop:
 	VPSLLW       $4, Z5, Z5; \
 	VPORD        Z5, Z4, Z4; \
 	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
-	TOK6Z(yo+64)
+	TOKS(yo64)
+
+#define HALF6Z(qlo, qho, sco, yo) HALFQ6Z(TOK6Z, qlo, qho, sco, yo, yo+64)
 
 // END6Z adds token P's block (lanes A) times d·dy (d in X13) to ACC.
 #define END6Z(P, A, ACC) \
@@ -718,15 +731,11 @@ q6kzloop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
-// CHUNK8 decodes chunk c (32 quant bytes at qoff, scales by mask smem) and
-// multiplies it with the eight tokens' activations at yoff.
-#define CHUNK8(qoff, yoff, smem, OP) \
-	VMOVDQU      qoff(SI), Y2; \
-	VPSRLW       $4, Y2, Y3; \
-	VINSERTI64X4 $1, Y3, Z2, Z2; \
-	VPANDD       Z14, Z2, Z2; \
-	VPSHUFB      smem, Z8, Z3; \
-	TOK8Q4(T8Q4K, yoff, OP)
+// CHUNK8 is CHUNKQ4Z for the eight tokens.
+// TOKS8Q4 multiplies the chunk with the eight tokens' activations.
+#define TOKS8Q4(yoff, OP) TOK8Q4(T8Q4K, yoff, OP)
+
+#define CHUNK8(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS8Q4, qoff, yoff, smem, OP)
 
 // func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x8(SB), NOSPLIT, $128-48
@@ -818,27 +827,10 @@ q4k8loop:
 	ADDQ          BX, DX
 
 // HALF8Q6 handles half h of the Q6_K block for the eight tokens (HALF6Z).
-#define HALF8Q6(qlo, qho, sco, yo, yo64) \
-	VPMOVSXBW    sco(SI), X9; \
-	VSHUFI32X4   $0, Z9, Z9, Z9; \
-	VMOVDQU64    qlo(SI), Z2; \
-	VMOVDQU      qho(SI), Y10; \
-	VPSRLW       $2, Y10, Y11; \
-	VINSERTI64X4 $1, Y11, Z10, Z10; \
-	VPANDD       Z14, Z2, Z4; \
-	VPANDD       Z12, Z10, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
-	TOK8Q6(T8Q6K, yo); \
-	VPSRLW       $4, Z2, Z4; \
-	VPANDD       Z14, Z4, Z4; \
-	VPSRLW       $4, Z10, Z5; \
-	VPANDD       Z12, Z5, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
-	TOK8Q6(T8Q6K, yo64)
+// TOKS8Q6 multiplies the weights with the eight tokens' activations.
+#define TOKS8Q6(yoff) TOK8Q6(T8Q6K, yoff)
+
+#define HALF8Q6(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS8Q6, qlo, qho, sco, yo, yo64)
 
 // func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x8(SB), NOSPLIT, $0-48
@@ -912,13 +904,10 @@ q6k8loop:
 	OP         Z3, Z5, A
 
 // CHUNK8P is CHUNK8 with the activations in the packed copy.
-#define CHUNK8P(qoff, yoff, smem, OP) \
-	VMOVDQU      qoff(SI), Y2; \
-	VPSRLW       $4, Y2, Y3; \
-	VINSERTI64X4 $1, Y3, Z2, Z2; \
-	VPANDD       Z14, Z2, Z2; \
-	VPSHUFB      smem, Z8, Z3; \
-	TOK8Q4P(T8Q4KP, yoff, OP)
+// TOKS8Q4P multiplies the chunk with the eight tokens' packed values.
+#define TOKS8Q4P(yoff, OP) TOK8Q4P(T8Q4KP, yoff, OP)
+
+#define CHUNK8P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS8Q4P, qoff, yoff, smem, OP)
 
 // gemmPermDy + 64h spreads the packed dy of tokens 4h..4h+3 over the four
 // 128-bit lanes of a vector, one token per lane.
@@ -1038,27 +1027,10 @@ q4k8ploop:
 	VPDPWSSD   Z5, Z3, A
 
 // HALF8Q6P is HALF8Q6 with the activations in the packed copy.
-#define HALF8Q6P(qlo, qho, sco, yo, yo64) \
-	VPMOVSXBW    sco(SI), X9; \
-	VSHUFI32X4   $0, Z9, Z9, Z9; \
-	VMOVDQU64    qlo(SI), Z2; \
-	VMOVDQU      qho(SI), Y10; \
-	VPSRLW       $2, Y10, Y11; \
-	VINSERTI64X4 $1, Y11, Z10, Z10; \
-	VPANDD       Z14, Z2, Z4; \
-	VPANDD       Z12, Z10, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
-	TOK8Q6P(T8Q6KP, yo); \
-	VPSRLW       $4, Z2, Z4; \
-	VPANDD       Z14, Z4, Z4; \
-	VPSRLW       $4, Z10, Z5; \
-	VPANDD       Z12, Z5, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
-	TOK8Q6P(T8Q6KP, yo64)
+// TOKS8Q6P multiplies the weights with the eight tokens' packed values.
+#define TOKS8Q6P(yoff) TOK8Q6P(T8Q6KP, yoff)
+
+#define HALF8Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS8Q6P, qlo, qho, sco, yo, yo64)
 
 // E8Q6KP adds token k's block (lanes A) times d·dy to F, the eight
 // products d·dy at 0(SP), formed per block from the packed dy.
@@ -1137,14 +1109,12 @@ q6k8ploop:
 // single-row kernel the second one re-reads and re-decodes every block.
 
 // CHUNK2Z is CHUNK4Z for two tokens.
-#define CHUNK2Z(qoff, yoff, smem, OP) \
-	VMOVDQU      qoff(SI), Y2; \
-	VPSRLW       $4, Y2, Y3; \
-	VINSERTI64X4 $1, Y3, Z2, Z2; \
-	VPANDD       Z14, Z2, Z2; \
-	VPSHUFB      smem, Z8, Z3; \
+// TOKS2Z multiplies the chunk with the two tokens' activations.
+#define TOKS2Z(yoff, OP) \
 	TOK4Z(DI, Z10, Z24, yoff, OP); \
 	TOK4Z(R11, Z11, Z25, yoff, OP)
+
+#define CHUNK2Z(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS2Z, qoff, yoff, smem, OP)
 
 // func gemmQ4KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x2(SB), NOSPLIT, $0-48
@@ -1192,27 +1162,7 @@ q4kx2loop:
 	VPDPWSSD   Z5, Z25, Z21
 
 // HALF6Z2 is HALF6Z for two tokens.
-#define HALF6Z2(qlo, qho, sco, yo) \
-	VPMOVSXBW    sco(SI), X9; \
-	VSHUFI32X4   $0, Z9, Z9, Z9; \
-	VMOVDQU64    qlo(SI), Z2; \
-	VMOVDQU      qho(SI), Y10; \
-	VPSRLW       $2, Y10, Y11; \
-	VINSERTI64X4 $1, Y11, Z10, Z10; \
-	VPANDD       Z14, Z2, Z4; \
-	VPANDD       Z12, Z10, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
-	TOK6Z2(yo); \
-	VPSRLW       $4, Z2, Z4; \
-	VPANDD       Z14, Z4, Z4; \
-	VPSRLW       $4, Z10, Z5; \
-	VPANDD       Z12, Z5, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
-	TOK6Z2(yo+64)
+#define HALF6Z2(qlo, qho, sco, yo) HALFQ6Z(TOK6Z2, qlo, qho, sco, yo, yo+64)
 
 // func gemmQ6KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x2(SB), NOSPLIT, $0-48
@@ -1285,27 +1235,7 @@ q6kx2loop:
 	T16Q6(DI, (7*256+yoff-4), Z31)
 
 // HALF16Q6 is HALF8Q6P for sixteen tokens.
-#define HALF16Q6(qlo, qho, sco, yo, yo64) \
-	VPMOVSXBW    sco(SI), X9; \
-	VSHUFI32X4   $0, Z9, Z9, Z9; \
-	VMOVDQU64    qlo(SI), Z2; \
-	VMOVDQU      qho(SI), Y10; \
-	VPSRLW       $2, Y10, Y11; \
-	VINSERTI64X4 $1, Y11, Z10, Z10; \
-	VPANDD       Z14, Z2, Z4; \
-	VPANDD       Z12, Z10, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+0(SB), Z9, Z5; \
-	TOK16Q6(yo); \
-	VPSRLW       $4, Z2, Z4; \
-	VPANDD       Z14, Z4, Z4; \
-	VPSRLW       $4, Z10, Z5; \
-	VPANDD       Z12, Z5, Z5; \
-	VPSLLW       $4, Z5, Z5; \
-	VPORD        Z5, Z4, Z4; \
-	VPSHUFB      gemmShufQ6<>+64(SB), Z9, Z5; \
-	TOK16Q6(yo64)
+#define HALF16Q6(qlo, qho, sco, yo, yo64) HALFQ6Z(TOK16Q6, qlo, qho, sco, yo, yo64)
 
 // E16Q6 ends token k's block: F_k(SP) += A·(d·dy_k), fused.
 #define E16Q6(k, A) \
@@ -1439,14 +1369,9 @@ q6k16ploop:
 	VPMADDUBSW off(P), Z2, Z5; \
 	OP         Z3, Z5, A
 
-// CHUNK16P decodes chunk c as CHUNK8P and multiplies it with the sixteen
-// tokens' values at yoff.
-#define CHUNK16P(qoff, yoff, smem, OP) \
-	VMOVDQU      qoff(SI), Y2; \
-	VPSRLW       $4, Y2, Y3; \
-	VINSERTI64X4 $1, Y3, Z2, Z2; \
-	VPANDD       Z14, Z2, Z2; \
-	VPSHUFB      smem, Z8, Z3; \
+// TOKS16Q4 multiplies the chunk with the sixteen tokens' packed values;
+// CHUNK16P is CHUNKQ4Z for them.
+#define TOKS16Q4(yoff, OP) \
 	T16Q4(R14, (0*256+yoff-4), Z16, OP); \
 	T16Q4(R14, (1*256+yoff-4), Z17, OP); \
 	T16Q4(R14, (2*256+yoff-4), Z18, OP); \
@@ -1463,6 +1388,8 @@ q6k16ploop:
 	T16Q4(DI, (5*256+yoff-4), Z29, OP); \
 	T16Q4(DI, (6*256+yoff-4), Z30, OP); \
 	T16Q4(DI, (7*256+yoff-4), Z31, OP)
+
+#define CHUNK16P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS16Q4, qoff, yoff, smem, OP)
 
 // MINS16P is MINS8P with the packed tile at P and the permutation in PERM.
 #define MINS16P(P, poff, PERM, MACC) \
