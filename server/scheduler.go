@@ -24,8 +24,8 @@ var errShutdown = errors.New("server: the server is shutting down")
 // Stepper runs one decode step of continuous batching: it feeds tokens[i] to
 // sessions[i], for every i, and returns the logits after each, which stay
 // valid until the next Step (a Stepper may reuse their memory). A batched
-// Stepper reads each weight once for all the sessions. errs[i] reports a failure of sequence i alone; a nil errs means
-// none failed.
+// Stepper reads each weight once for all the sessions. errs[i] reports a
+// failure of sequence i alone; a nil errs means none failed.
 type Stepper interface {
 	Step(sessions []*model.Session, tokens []int32) (logits [][]float32, errs []error)
 }

@@ -20,10 +20,10 @@ import (
 // accumulators exactly as the single-row kernel of the same instruction set
 // does: four tokens for Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_K, Q5_K, Q6_K and
 // IQ4_XS with AVX2, and with AVX-512 where the single-row kernel has that
-// tier, eight and two as well for Q4_K and Q6_K there (the eight-token
-// ones read the tokens' values from a cache-line-aligned packed copy, see
-// packQ8K; two tokens are common among the experts of a batched decode
-// step). And the loop order: tokens are taken
+// tier, and sixteen, eight and two for Q4_K and Q6_K there (the sixteen-
+// and eight-token ones read the tokens' values from a cache-line-aligned
+// packed copy, see packQ8K; two tokens are common among the experts of a
+// batched decode step). And the loop order: tokens are taken
 // in blocks of about gemmTokenBytes of activations and weight rows in blocks
 // of about gemmRowBytes, so that both stay in the L2 cache while every tile
 // of the token block passes over every row of the row block; each weight
@@ -73,15 +73,15 @@ const (
 // token t goes to out[t*ldo] (an element stride). nb may not be zero.
 type gemmTileFunc func(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// gemmPackedFunc is a gemmTileFunc of Q8_K activations that reads the
-// tokens' int8 values from the packed copy at q that packQ8K makes (the
-// scales and block sums still from y), for loads aligned to cache lines.
-type gemmPackedFunc func(x, y, q *byte, lda, nb int, out *float32, ldo int)
+// gemmPackedFunc computes one weight row (nb blocks at x) against the
+// tokens of Q8_K activations packed at q by packQ8K (consecutive packed
+// groups of eight for a tile of sixteen), for loads aligned to cache
+// lines: the result of token t goes to out[t*ldo]. nb may not be zero.
+type gemmPackedFunc func(x, q *byte, nb int, out *float32, ldo int)
 
-// gemmStep is a tile kernel and the number of tokens it computes; packed,
-// when set, is the same kernel reading packed activations, which run uses
-// instead (a step may have only that). Steps with packed kernels come
-// first and have sizes that are multiples of 8.
+// gemmStep is a tile kernel and the number of tokens it computes, reading
+// the activations in place (tile) or packed (packed; these steps come
+// first and have sizes that are multiples of 8).
 type gemmStep struct {
 	tile   gemmTileFunc
 	packed gemmPackedFunc
@@ -93,9 +93,9 @@ type gemmStep struct {
 // packQ8KBlock bytes a block: block b's values of token k at
 // q[packQ8KBlock·b+256·k:], its sixteen int16 block sums at +2048+32·k,
 // their eight pair sums (bsums[2i]+bsums[2i+1]) at +2304+16·k, and its
-// scale dy at +2432+4·k. The
-// packed kernels then load whole cache lines: a Q8_K block is 292 bytes,
-// and in place most 64-byte loads of its values straddle two lines.
+// scale dy at +2432+4·k. The packed kernels then load whole cache lines: a
+// Q8_K block is 292 bytes, and in place most 64-byte loads of its values
+// straddle two lines.
 func packQ8K(q, act []byte, lda, j, nb int) {
 	const bs, qs = 292, 256
 	for k := range 8 {
@@ -243,7 +243,7 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 					if s.packed != nil {
 						q := &pack[(j-j0)/8*packQ8KBlock*nb]
 						for r := r0; r < r1; r++ {
-							s.packed(&w[r*ldw], &act[j*lda], q, lda, nb, &out[j*ldo+r], ldo)
+							s.packed(&w[r*ldw], q, nb, &out[j*ldo+r], ldo)
 						}
 						continue
 					}

@@ -2,8 +2,8 @@
 
 package tensor
 
-// The tile kernels: four (x8: eight) tokens of one weight row, with the lanes and the
-// float operations of the single-row kernel of the same instruction set
+// The tile kernels: four tokens (x2: two) of one weight row, with the lanes
+// and the float operations of the single-row kernel of the same instruction set
 // (dotq_amd64.s, dotk_amd64.s, dotk512_amd64.s; kernels in gemmq_amd64.s,
 // gemmk_amd64.s, gemmxs_amd64.s), so that each token's result equals it
 // bit for bit. x, y, out point at the row, the first token's activations
@@ -51,12 +51,6 @@ func gemmIQ4NLQ80AVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmIQ4NLQ80AVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
-//go:noescape
-func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
-
-//go:noescape
-func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
-
 // The two-token kernels of AVX-512: the four-token ones for two tokens.
 
 //go:noescape
@@ -65,26 +59,26 @@ func gemmQ4KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x2(x, y *byte, lda, nb int, out *float32, ldo int)
 
-// The packed eight-token kernels: the x8 kernels reading each token's
-// activation values from the packed copy at q (see packQ8K).
+// The packed eight-token kernels: the eight tokens of the copy packed at q
+// by packQ8K, the result of token k at out[k·ldo] (an element stride).
 
 //go:noescape
-func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+func gemmQ4KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 
 //go:noescape
-func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+func gemmQ6KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 
 // gemmQ6KQ8KAVX512x16p is the packed Q6_K kernel for sixteen tokens: two
 // packed eight-token tiles, the second right after the first.
 //
 //go:noescape
-func gemmQ6KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+func gemmQ6KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 
 // gemmQ4KQ8KAVX512x16p is the packed Q4_K kernel for sixteen tokens, as
 // gemmQ6KQ8KAVX512x16p.
 //
 //go:noescape
-func gemmQ4KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+func gemmQ4KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 
 // The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
 // rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
@@ -117,23 +111,23 @@ var gemmRows4 = map[Type]struct {
 }
 
 // gemmTiles lists the four-token tile kernels of each weight type per
-// instruction set, and the eight-token ones of AVX-512 (whose 32 vector
-// registers hold eight tokens' accumulators), with their packed twins; a
-// type without a tile kernel for a set runs that set's single-row kernel
-// per token.
+// instruction set, and for AVX-512 the two-token ones and the packed eight-
+// and sixteen-token ones (the 32 vector registers hold eight tokens'
+// accumulators, or sixteen tokens' integer lanes); a type without a tile
+// kernel for a set runs that set's single-row kernel per token.
 var gemmTiles = map[Type]struct {
-	avx2, avx512, avx512x8, avx512x2 gemmTileFunc
-	avx512x8p, avx512x16p            gemmPackedFunc
+	avx2, avx512, avx512x2 gemmTileFunc
+	avx512x8p, avx512x16p  gemmPackedFunc
 }{
 	Q8_0:   {avx2: gemmQ80Q80AVX2, avx512: gemmQ80Q80AVX512},
 	Q4_0:   {avx2: gemmQ40Q80AVX2, avx512: gemmQ40Q80AVX512},
 	Q5_0:   {avx2: gemmQ50Q80AVX2, avx512: gemmQ50Q80AVX512},
 	IQ4_NL: {avx2: gemmIQ4NLQ80AVX2, avx512: gemmIQ4NLQ80AVX512},
-	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x8: gemmQ4KQ8KAVX512x8,
-		avx512x2: gemmQ4KQ8KAVX512x2, avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p},
+	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x2: gemmQ4KQ8KAVX512x2,
+		avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
-	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x8: gemmQ6KQ8KAVX512x8,
-		avx512x2: gemmQ6KQ8KAVX512x2, avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p},
+	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x2: gemmQ6KQ8KAVX512x2,
+		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p},
 	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
 }
 
@@ -153,7 +147,7 @@ func gemmImpls(t Type) []gemmKernel {
 	if dotAVX512 && k.avx512 != nil {
 		impls = append(impls, gemmTier("avx512vnni", k.avx512, t,
 			gemmStep{packed: tiles.avx512x16p, size: 16},
-			gemmStep{tile: tiles.avx512x8, packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
+			gemmStep{packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
 			gemmStep{tile: tiles.avx512x2, size: 2}))
 		impls[len(impls)-1].rows4 = gemmRows4[t].one
 		impls[len(impls)-1].rows4x4 = gemmRows4[t].four

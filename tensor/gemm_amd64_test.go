@@ -29,7 +29,7 @@ func TestGemmTier(t *testing.T) {
 		switch tiles := gemmTiles[wt]; {
 		case want == "avx512vnni" && tiles.avx512x16p != nil:
 			size = 16
-		case want == "avx512vnni" && tiles.avx512x8 != nil:
+		case want == "avx512vnni" && tiles.avx512x8p != nil:
 			size = 8
 		case want == "avx512vnni" && tiles.avx512 != nil, want == "avx2" && tiles.avx2 != nil:
 			size = 4

@@ -5,7 +5,8 @@
 
 // Tile kernels of the K-quant matrix products: one Q4_K, Q5_K or Q6_K
 // weight row against the Q8_K activations of four tokens (DI, R11, R12,
-// R13), or of eight (the x8 kernels at the end, AVX-512). Each weight block
+// R13) or two (DI, R11), or of eight or sixteen tokens packed into aligned
+// memory (the kernels at the end, AVX-512). Each weight block
 // is decoded once (nibbles, high bits, sub-block scales and their
 // shuffles) and multiplied with every token's block.
 // Per token the kernels keep exactly the integer lanes and the float
@@ -20,6 +21,7 @@
 // a batched decode step (a few tokens each) stream their rows from memory.
 //
 // func gemm*(x, y *byte, lda, nb int, out *float32, ldo int)
+// func gemm*p(x, q *byte, nb int, out *float32, ldo int)
 
 // gemmShufK4 + 32k broadcasts int16 k of each 128-bit lane (Q4_K scales).
 DATA gemmShufK4<>+0(SB)/8, $0x0100010001000100
@@ -658,66 +660,37 @@ q6kzloop:
 	VZEROUPPER
 	RET
 
-// Eight-token tiles, AVX-512: as the four-token ones with the lanes of
-// tokens 0-7 in more registers. Token k's activations are at (B)(I): DI +
-// k·lda from DI, R13 = DI + lda and R10 = 0, R11 = lda, R12 = 3·lda. The
-// products d·dy and dmin·dy are formed with the block's d and dmin
-// broadcast (Z15, X6) instead of extracted from one vector: the same float
-// products.
+// Eight-token packed tiles, AVX-512: as the four-token ones with the lanes
+// of tokens 0-7 in more registers and their activations in a packed copy at
+// q (R14), PACKB bytes a block: at q + PACKB·j for block j, the 256 int8
+// values of token k at 256·k, its sixteen int16 block sums at 2048 + 32·k
+// and their eight pair sums at 2304 + 16·k, its dy at 2432 + 4·k (see
+// packQ8K), all 64-byte aligned when q is. A Q8_K block is 292 bytes, so
+// in place nearly every 64-byte load of its values straddles two cache
+// lines, and split loads halve the rate of the multiply-adds that consume
+// them (0.7 vs 1.5 a cycle measured here). The pair sums spare the Q4_K
+// kernel a horizontal add per token and block, and the Q6_K kernel forms
+// the offset term −32·Σ scale_s·bsums[s] with one multiply-add of the
+// scales times −32 (the same integers: no product overflows). The products
+// d·dy and dmin·dy are formed with the block's d and dmin broadcast
+// instead of extracted from one vector: the same float products, so every
+// result is the single-row kernel's bit for bit.
+#define PACKB 2496
 
-// ARGS8 loads x to SI, nb to CX and the token addressing registers.
-#define ARGS8 \
-	MOVQ x+0(FP), SI; \
-	MOVQ y+8(FP), DI; \
-	MOVQ lda+16(FP), R11; \
-	MOVQ nb+24(FP), CX; \
-	LEAQ (R11)(R11*2), R12; \
-	LEAQ (DI)(R11*1), R13; \
-	XORQ R10, R10
-
-// NEXT8 advances to the next block of the weight row (xs bytes) and of the
-// activation rows.
-#define NEXT8(xs) \
-	ADDQ $xs, SI; \
-	ADDQ $292, DI; \
-	ADDQ $292, R13
-
-// TOK8Q4 expands M(B, I, k, A, F, p, q) for the eight tokens k of the Q4_K
-// kernel: lanes A, float accumulator F, min accumulator at 16k(SP).
-#define TOK8Q4(M, p, q) \
-	M(DI, R10*1, 0, Z10, Z20, p, q); \
-	M(DI, R11*1, 16, Z11, Z21, p, q); \
-	M(DI, R11*2, 32, Z12, Z22, p, q); \
-	M(DI, R12*1, 48, Z13, Z23, p, q); \
-	M(DI, R11*4, 64, Z16, Z24, p, q); \
-	M(R13, R11*4, 80, Z17, Z25, p, q); \
-	M(DI, R12*2, 96, Z18, Z26, p, q); \
-	M(R13, R12*2, 112, Z19, Z27, p, q)
-
-// T8Q4K adds token (B)(I)'s products with the 64 weights in Z2, weighted by
-// the scale words in Z3, to A (first chunk: OP = VPMADDWD sets them).
-#define T8Q4K(B, I, m, A, F, yoff, OP) \
-	VPMADDUBSW yoff(B)(I), Z2, Z5; \
-	OP         Z3, Z5, A
-
-// E8Q4K ends the block for one token (MINS4 and END4Z of the four-token
-// kernels).
-#define E8Q4K(B, I, m, A, F, p, q) \
-	VMOVDQU      260(B)(I), X0; \
-	VPHADDW      276(B)(I), X0, X0; \
-	VPMADDWD     X9, X0, X0; \
-	VCVTDQ2PS    X0, X0; \
-	VBROADCASTSS 0(B)(I), Z1; \
-	VMULPS       X1, X6, X7; \
-	VMOVUPS      m(SP), X5; \
-	VFMADD231PS  X7, X0, X5; \
-	VMOVUPS      X5, m(SP); \
-	VMULPS       Z1, Z15, Z1; \
-	VCVTDQ2PS    A, A; \
-	VFMADD231PS  Z1, A, F
+// TOK8Q4 expands M(m, A, F) for the eight tokens k of the Q4_K kernel:
+// lanes A, float accumulator F, min accumulator at m = 16k(SP).
+#define TOK8Q4(M) \
+	M(0, Z10, Z20); \
+	M(16, Z11, Z21); \
+	M(32, Z12, Z22); \
+	M(48, Z13, Z23); \
+	M(64, Z16, Z24); \
+	M(80, Z17, Z25); \
+	M(96, Z18, Z26); \
+	M(112, Z19, Z27)
 
 // R8Q4K stores one token's result (RES4Z).
-#define R8Q4K(B, I, m, A, F, p, q) \
+#define R8Q4K(m, A, F) \
 	VMOVAPS       F, Z0; \
 	VMOVUPS       m(SP), X1; \
 	VEXTRACTF64X4 $1, Z0, Y2; \
@@ -731,94 +704,20 @@ q6kzloop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
-// CHUNK8 is CHUNKQ4Z for the eight tokens.
-// TOKS8Q4 multiplies the chunk with the eight tokens' activations.
-#define TOKS8Q4(yoff, OP) TOK8Q4(T8Q4K, yoff, OP)
-
-#define CHUNK8(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS8Q4, qoff, yoff, smem, OP)
-
-// func gemmQ4KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ4KQ8KAVX512x8(SB), NOSPLIT, $128-48
-	ARGS8
-	VPXORD  Z0, Z0, Z0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VPXORD  Z20, Z20, Z20
-	VPXORD  Z21, Z21, Z21
-	VPXORD  Z22, Z22, Z22
-	VPXORD  Z23, Z23, Z23
-	VPXORD  Z24, Z24, Z24
-	VPXORD  Z25, Z25, Z25
-	VPXORD  Z26, Z26, Z26
-	VPXORD  Z27, Z27, Z27
-	MOVL    $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-
-q4k8loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	SCALES6
-	XORQ         R10, R10
-	VMOVQ        R8, X8
-	VPMOVZXBW    X8, X8
-	VSHUFI32X4   $0, Z8, Z8, Z8
-	VMOVQ        R9, X9
-	VPMOVZXBW    X9, X9
-	VMOVD        0(SI), X4
-	VCVTPH2PS    X4, X4
-	VBROADCASTSS X4, Z15
-	VMOVSHDUP    X4, X6
-	VBROADCASTSS X6, X6
-	CHUNK8(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
-	CHUNK8(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
-	CHUNK8(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
-	CHUNK8(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
-	TOK8Q4(E8Q4K, 0, 0)
-	NEXT8(144)
-	DECQ CX
-	JNZ  q4k8loop
-
-	OUTS
-	TOK8Q4(R8Q4K, 0, 0)
-	VZEROUPPER
-	RET
-
-// TOK8Q6 expands M(B, I, A, F, p) for the eight tokens of the Q6_K kernel:
-// lanes A, float accumulator F.
-#define TOK8Q6(M, p) \
-	M(DI, R10*1, Z16, Z24, p); \
-	M(DI, R11*1, Z17, Z25, p); \
-	M(DI, R11*2, Z18, Z26, p); \
-	M(DI, R12*1, Z19, Z27, p); \
-	M(DI, R11*4, Z20, Z28, p); \
-	M(R13, R11*4, Z21, Z29, p); \
-	M(DI, R12*2, Z22, Z30, p); \
-	M(R13, R12*2, Z23, Z31, p)
-
-// C8Q6K sets a token's lanes to −[32·Σ scale_s·bsums[s], 0] (CORR6Z).
-#define C8Q6K(B, I, A, F, p) \
-	VPMADDWD 260(B)(I), Y15, Y0; \
-	VPSLLD   $5, Y0, Y0; \
-	VPXORD   A, A, A; \
-	VPSUBD   Z0, A, A
-
-// T8Q6K adds a token's products with the weights in Z4, weighted by Z5.
-#define T8Q6K(B, I, A, F, yoff) \
-	VPMADDUBSW yoff(B)(I), Z4, Z3; \
-	VPDPWSSD   Z5, Z3, A
-
-// E8Q6K adds a token's block times d·dy (d in X13) to F (END6Z).
-#define E8Q6K(B, I, A, F, p) \
-	VCVTDQ2PS    A, A; \
-	VMULSS       0(B)(I), X13, X0; \
-	VBROADCASTSS X0, Z0; \
-	VFMADD231PS  Z0, A, F
+// TOK8Q6 expands M(A, F) for the eight tokens of the Q6_K kernel: lanes A,
+// float accumulator F.
+#define TOK8Q6(M) \
+	M(Z16, Z24); \
+	M(Z17, Z25); \
+	M(Z18, Z26); \
+	M(Z19, Z27); \
+	M(Z20, Z28); \
+	M(Z21, Z29); \
+	M(Z22, Z30); \
+	M(Z23, Z31)
 
 // R8Q6K stores a token's result (RES6Z).
-#define R8Q6K(B, I, A, F, p) \
+#define R8Q6K(A, F) \
 	VMOVAPS       F, Z0; \
 	VEXTRACTF64X4 $1, Z0, Y2; \
 	VADDPS        Y2, Y0, Y0; \
@@ -826,68 +725,8 @@ q4k8loop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
-// HALF8Q6 handles half h of the Q6_K block for the eight tokens (HALF6Z).
-// TOKS8Q6 multiplies the weights with the eight tokens' activations.
-#define TOKS8Q6(yoff) TOK8Q6(T8Q6K, yoff)
-
-#define HALF8Q6(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS8Q6, qlo, qho, sco, yo, yo64)
-
-// func gemmQ6KQ8KAVX512x8(x, y *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ6KQ8KAVX512x8(SB), NOSPLIT, $0-48
-	ARGS8
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
-	MOVL   $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	MOVL   $0x03030303, AX
-	VPBROADCASTD AX, Z12
-
-q6k8loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	VPMOVSXBW 192(SI), Y15
-	TOK8Q6(C8Q6K, 0)
-	HALF8Q6(0, 128, 192, 4, 68)
-	HALF8Q6(64, 160, 200, 132, 196)
-	MOVWLZX   208(SI), AX
-	VMOVD     AX, X13
-	VCVTPH2PS X13, X13
-	TOK8Q6(E8Q6K, 0)
-	NEXT8(210)
-	DECQ CX
-	JNZ  q6k8loop
-
-	OUTS
-	TOK8Q6(R8Q6K, 0)
-	VZEROUPPER
-	RET
-
-// The packed x8 kernels (…x8p) are the x8 kernels with each token's
-// quantized activations read from a packed copy at q (R14), PACKB bytes a
-// block: at q + PACKB·j for block j, the 256 int8 values of token k at
-// 256·k, its sixteen int16 block sums at 2048 + 32·k and their eight pair
-// sums at 2304 + 16·k, its dy at 2432 + 4·k (see packQ8K), all 64-byte
-// aligned when q is. A Q8_K
-// block is 292 bytes, so in place nearly every 64-byte load of its values
-// straddles two cache lines, and split loads halve the rate of the
-// multiply-adds that consume them (0.7 vs 1.5 a cycle measured here). The
-// pair sums spare the Q4_K kernel a horizontal add per token and block,
-// and the Q6_K kernel forms the offset term −32·Σ scale_s·bsums[s] with
-// one multiply-add of the scales times −32 (the same integers: no
-// product overflows). The float operations are the x8 kernels', so every
-// result is the same bit for bit; y is not read.
-#define PACKB 2496
-
-// TOK8P expands M(k, A) for the eight tokens k with lanes A of the Q4_K
-// packed kernel.
+// TOK8Q4P expands M(k, A, yoff, OP) for the eight tokens k with lanes A
+// of the Q4_K kernel.
 #define TOK8Q4P(M, yoff, OP) \
 	M(0, Z10, yoff, OP); \
 	M(1, Z11, yoff, OP); \
@@ -898,13 +737,15 @@ q6k8loop:
 	M(6, Z18, yoff, OP); \
 	M(7, Z19, yoff, OP)
 
-// T8Q4KP is T8Q4K with token k's activations in the packed copy.
+// T8Q4KP adds token k's products with the 64 weights in Z2, weighted by
+// the scale words in Z3, to its lanes A (first chunk: OP = VPMADDWD sets
+// them).
 #define T8Q4KP(k, A, yoff, OP) \
 	VPMADDUBSW (k*256+yoff-4)(R14), Z2, Z5; \
 	OP         Z3, Z5, A
 
-// CHUNK8P is CHUNK8 with the activations in the packed copy.
-// TOKS8Q4P multiplies the chunk with the eight tokens' packed values.
+// TOKS8Q4P multiplies the chunk with the eight tokens' values; CHUNK8P is
+// CHUNKQ4Z for them.
 #define TOKS8Q4P(yoff, OP) TOK8Q4P(T8Q4KP, yoff, OP)
 
 #define CHUNK8P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS8Q4P, qoff, yoff, smem, OP)
@@ -931,7 +772,7 @@ GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 
 // E8Q4KP adds token k's block (lanes A) times d·dy to F (m = 16k; the
 // eight products d·dy at 0(SP), formed per block from the packed dy).
-#define E8Q4KP(B, I, m, A, F, p, q) \
+#define E8Q4KP(m, A, F) \
 	VBROADCASTSS (m/4)(SP), Z1; \
 	VCVTDQ2PS    A, A; \
 	VFMADD231PS  Z1, A, F
@@ -947,14 +788,14 @@ GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 	VMULPS      Z1, Z6, Z1; \
 	VFMADD231PS Z1, Z0, MACC
 
-// func gemmQ4KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
+// func gemmQ4KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 //
 // The min accumulators of tokens 0-3 and 4-7 live in Z28 and Z29, a token
 // per 128-bit lane, and go to 16k(SP) for the final sums; y is not read.
-TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-56
+TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-40
 	MOVQ x+0(FP), SI
-	MOVQ q+16(FP), R14
-	MOVQ nb+32(FP), CX
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
 	VPXORD  Z20, Z20, Z20
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
@@ -992,7 +833,7 @@ q4k8ploop:
 	CHUNK8P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
 	VMULPS       2432(R14), Y15, Y1
 	VMOVUPS      Y1, 0(SP)
-	TOK8Q4(E8Q4KP, 0, 0)
+	TOK8Q4(E8Q4KP)
 	MINS8P(2304, Z30, Z28)
 	MINS8P(2368, Z31, Z29)
 	ADDQ $144, SI
@@ -1002,10 +843,10 @@ q4k8ploop:
 
 	VMOVUPS Z28, 0(SP)
 	VMOVUPS Z29, 64(SP)
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), BX
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
 	SHLQ $2, BX
-	TOK8Q4(R8Q4K, 0, 0)
+	TOK8Q4(R8Q4K)
 	VZEROUPPER
 	RET
 
@@ -1021,13 +862,14 @@ q4k8ploop:
 	M(6, Z22, yoff); \
 	M(7, Z23, yoff)
 
-// T8Q6KP is T8Q6K with token k's activations in the packed copy.
+// T8Q6KP adds token k's products with the weights in Z4, weighted by the
+// scale words in Z5, to its lanes A.
 #define T8Q6KP(k, A, yoff) \
 	VPMADDUBSW (k*256+yoff-4)(R14), Z4, Z3; \
 	VPDPWSSD   Z5, Z3, A
 
-// HALF8Q6P is HALF8Q6 with the activations in the packed copy.
-// TOKS8Q6P multiplies the weights with the eight tokens' packed values.
+// TOKS8Q6P multiplies the weights with the eight tokens' values; HALF8Q6P
+// is HALFQ6Z for them.
 #define TOKS8Q6P(yoff) TOK8Q6P(T8Q6KP, yoff)
 
 #define HALF8Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS8Q6P, qlo, qho, sco, yo, yo64)
@@ -1039,11 +881,11 @@ q4k8ploop:
 	VBROADCASTSS (4*k)(SP), Z0; \
 	VFMADD231PS  Z0, A, F
 
-// func gemmQ6KQ8KAVX512x8p(x, y, q *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-56
+// func gemmQ6KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-40
 	MOVQ x+0(FP), SI
-	MOVQ q+16(FP), R14
-	MOVQ nb+32(FP), CX
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
 	VPXORD Z24, Z24, Z24
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
@@ -1097,10 +939,10 @@ q6k8ploop:
 	DECQ CX
 	JNZ  q6k8ploop
 
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), BX
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
 	SHLQ $2, BX
-	TOK8Q6(R8Q6K, 0)
+	TOK8Q6(R8Q6K)
 	VZEROUPPER
 	RET
 
@@ -1200,11 +1042,11 @@ q6kx2loop:
 	RET
 
 // Sixteen-token packed tile, Q6_K, AVX-512: the output head of a batched
-// decode step of sixteen sequences, where the eight-token kernel decoded
+// decode step of sixteen sequences, where two eight-token tiles decoded
 // every weight block twice. Tokens 0-7 come from the packed tile at q
 // (R14), tokens 8-15 from the next one at q + PACKB·nb (DI). The sixteen
 // tokens' lanes fill Z16-Z31, so their float accumulators live on the
-// stack at 64 + 64k(SP) (the eight-token kernel's Z24-Z31): each block
+// stack at 64 + 64k(SP) (where the eight-token tile keeps them in Z24-Z31): each block
 // end loads, fuses and stores them, with the same float operations as the
 // single-row kernel (F + A·(d·dy), fused), so results are unchanged bit
 // for bit.
@@ -1253,11 +1095,11 @@ q6kx2loop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
-// func gemmQ6KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ6KQ8KAVX512x16p(SB), 0, $1088-56
+// func gemmQ6KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x16p(SB), 0, $1088-40
 	MOVQ x+0(FP), SI
-	MOVQ q+16(FP), R14
-	MOVQ nb+32(FP), CX
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
@@ -1333,8 +1175,8 @@ q6k16ploop:
 	DECQ CX
 	JNZ  q6k16ploop
 
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), BX
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
 	SHLQ $2, BX
 	R16Q6(0)
 	R16Q6(1)
@@ -1414,11 +1256,11 @@ q6k16ploop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
-// func gemmQ4KQ8KAVX512x16p(x, y, q *byte, lda, nb int, out *float32, ldo int)
-TEXT ·gemmQ4KQ8KAVX512x16p(SB), 0, $1344-56
+// func gemmQ4KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512x16p(SB), 0, $1344-40
 	MOVQ x+0(FP), SI
-	MOVQ q+16(FP), R14
-	MOVQ nb+32(FP), CX
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
@@ -1494,8 +1336,8 @@ q4k16ploop:
 	VMOVUPS Z13, 1152(SP)
 	VMOVUPS Z7, 1216(SP)
 	VMOVUPS Z4, 1280(SP)
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), BX
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
 	SHLQ $2, BX
 	R16Q4(0)
 	R16Q4(1)
