@@ -209,6 +209,69 @@ GLOBL gemmBit0<>(SB), RODATA|NOPTR, $32
 	VMOVSS    X0, (DX); \
 	ADDQ      BX, DX
 
+// BLOCKQ6KP starts a Q6_K block of the packed kernels: prefetch, and the
+// sixteen scales times −32 as int16 in Y15.
+#define BLOCKQ6KP \
+	PREFETCHT0 (DOTPF+0)(SI); \
+	PREFETCHT0 (DOTPF+64)(SI); \
+	PREFETCHT0 (DOTPF+128)(SI); \
+	PREFETCHT0 (DOTPF+192)(SI); \
+	VPMOVSXBW  192(SI), Y15; \
+	VPSLLW     $5, Y15, Y15; \
+	VPXOR      X0, X0, X0; \
+	VPSUBW     Y15, Y0, Y15
+
+// CORR8P starts the lanes of the eight tokens of the packed tile at P at
+// −[32·Σ scale_s·bsums[s], 0]: the scales times −32 (Y15) times their block
+// sums, the same integers as the single-row kernel's offset term.
+#define CORR8P(P, A0, A1, A2, A3, A4, A5, A6, A7) \
+	VPMADDWD 2048(P), Y15, A0; \
+	VPMADDWD 2080(P), Y15, A1; \
+	VPMADDWD 2112(P), Y15, A2; \
+	VPMADDWD 2144(P), Y15, A3; \
+	VPMADDWD 2176(P), Y15, A4; \
+	VPMADDWD 2208(P), Y15, A5; \
+	VPMADDWD 2240(P), Y15, A6; \
+	VPMADDWD 2272(P), Y15, A7
+
+// ENDS16 ends the block for the sixteen tokens (E16Q6).
+#define ENDS16 \
+	E16Q6(0, Z16) \
+	E16Q6(1, Z17) \
+	E16Q6(2, Z18) \
+	E16Q6(3, Z19) \
+	E16Q6(4, Z20) \
+	E16Q6(5, Z21) \
+	E16Q6(6, Z22) \
+	E16Q6(7, Z23) \
+	E16Q6(8, Z24) \
+	E16Q6(9, Z25) \
+	E16Q6(10, Z26) \
+	E16Q6(11, Z27) \
+	E16Q6(12, Z28) \
+	E16Q6(13, Z29) \
+	E16Q6(14, Z30) \
+	E16Q6(15, Z31)
+
+// DD16 forms the sixteen products d·dy at 0(SP) from the packed dy of both
+// tiles, with d broadcast in D.
+#define DD16(D) \
+	VMULPS  2432(R14), D, Y0; \
+	VMOVUPS Y0, 0(SP); \
+	VMULPS  2432(DI), D, Y0; \
+	VMOVUPS Y0, 32(SP)
+
+// CLEAR16 zeroes the sixteen float accumulators at 64(SP) (loop label lbl).
+#define CLEAR16(lbl) \
+	VPXORD  Z0, Z0, Z0; \
+	LEAQ    64(SP), AX; \
+	MOVQ    $16, BX; \
+lbl: \
+	VMOVUPS Z0, (AX); \
+	ADDQ    $64, AX; \
+	DECQ    BX; \
+	JNZ     lbl
+
 // func gemmQ4KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX2(SB), NOSPLIT, $192-48
 	ARGS
@@ -358,6 +421,29 @@ q5kloop:
 // CHUNK4Z is CHUNKQ4Z for the four tokens.
 #define CHUNK4Z(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS4Z, qoff, yoff, smem, OP)
 
+// CHUNKS4 runs the chunk step CH over the four chunks of a Q4_K block.
+#define CHUNKS4(CH) \
+	CH(16, 4, gemmShufK4<>+0(SB), VPMADDWD); \
+	CH(48, 68, gemmShufK4<>+64(SB), VPDPWSSD); \
+	CH(80, 132, gemmShufK4<>+128(SB), VPDPWSSD); \
+	CH(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+
+// BLOCKQ4KZ starts a Q4_K block of the four- and two-token kernels:
+// prefetch, the eight scales as int16 in every 128-bit lane (Z8), the mins
+// (X9), and (d, dmin) in X4.
+#define BLOCKQ4KZ \
+	PREFETCHT0 (DOTPF+0)(SI); \
+	PREFETCHT0 (DOTPF+64)(SI); \
+	PREFETCHT0 (DOTPF+128)(SI); \
+	SCALES6; \
+	VMOVQ      R8, X8; \
+	VPMOVZXBW  X8, X8; \
+	VSHUFI32X4 $0, Z8, Z8, Z8; \
+	VMOVQ      R9, X9; \
+	VPMOVZXBW  X9, X9; \
+	VMOVD      0(SI), X4; \
+	VCVTPH2PS  X4, X4
+
 // END4Z adds token P's block (lanes A) to its accumulators ACC and MACC.
 #define END4Z(P, A, ACC, MACC) \
 	MINS4(P, MACC); \
@@ -396,21 +482,8 @@ TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z14
 
 q4kzloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	SCALES6
-	VMOVQ      R8, X8
-	VPMOVZXBW  X8, X8
-	VSHUFI32X4 $0, Z8, Z8, Z8
-	VMOVQ      R9, X9
-	VPMOVZXBW  X9, X9
-	VMOVD      0(SI), X4
-	VCVTPH2PS  X4, X4
-	CHUNK4Z(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
-	CHUNK4Z(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
-	CHUNK4Z(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
-	CHUNK4Z(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	BLOCKQ4KZ
+	CHUNKS4(CHUNK4Z)
 	END4Z(DI, Z10, Z16, X20)
 	END4Z(R11, Z11, Z17, X21)
 	END4Z(R12, Z12, Z18, X22)
@@ -770,6 +843,26 @@ DATA gemmPermDy<>+112(SB)/8, $0x0000000700000007
 DATA gemmPermDy<>+120(SB)/8, $0x0000000700000007
 GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 
+// BLOCKQ4KP starts a Q4_K block of the packed kernels: prefetch, the eight
+// scales (Z8) and mins (Z9) as int16 in every 128-bit lane, d broadcast in
+// Z15 and dmin in Z6.
+#define BLOCKQ4KP \
+	PREFETCHT0   (DOTPF+0)(SI); \
+	PREFETCHT0   (DOTPF+64)(SI); \
+	PREFETCHT0   (DOTPF+128)(SI); \
+	SCALES6; \
+	VMOVQ        R8, X8; \
+	VPMOVZXBW    X8, X8; \
+	VSHUFI32X4   $0, Z8, Z8, Z8; \
+	VMOVQ        R9, X9; \
+	VPMOVZXBW    X9, X9; \
+	VSHUFI32X4   $0, Z9, Z9, Z9; \
+	VMOVD        0(SI), X1; \
+	VCVTPH2PS    X1, X1; \
+	VBROADCASTSS X1, Z15; \
+	VMOVSHDUP    X1, X6; \
+	VBROADCASTSS X6, Z6
+
 // E8Q4KP adds token k's block (lanes A) times d·dy to F (m = 16k; the
 // eight products d·dy at 0(SP), formed per block from the packed dy).
 #define E8Q4KP(m, A, F) \
@@ -812,25 +905,8 @@ TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-40
 	VMOVDQU32 gemmPermDy<>+64(SB), Z31
 
 q4k8ploop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	SCALES6
-	VMOVQ        R8, X8
-	VPMOVZXBW    X8, X8
-	VSHUFI32X4   $0, Z8, Z8, Z8
-	VMOVQ        R9, X9
-	VPMOVZXBW    X9, X9
-	VSHUFI32X4   $0, Z9, Z9, Z9
-	VMOVD        0(SI), X4
-	VCVTPH2PS    X4, X4
-	VBROADCASTSS X4, Z15
-	VMOVSHDUP    X4, X6
-	VBROADCASTSS X6, Z6
-	CHUNK8P(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
-	CHUNK8P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
-	CHUNK8P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
-	CHUNK8P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	BLOCKQ4KP
+	CHUNKS4(CHUNK8P)
 	VMULPS       2432(R14), Y15, Y1
 	VMOVUPS      Y1, 0(SP)
 	TOK8Q4(E8Q4KP)
@@ -900,24 +976,8 @@ TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-40
 	VPBROADCASTD AX, Z12
 
 q6k8ploop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	// Each token's lanes start at −[32·Σ scale_s·bsums[s], 0]: the
-	// scales times −32 (Y15) times the packed block sums.
-	VPMOVSXBW 192(SI), Y15
-	VPSLLW    $5, Y15, Y15
-	VPXOR     X0, X0, X0
-	VPSUBW    Y15, Y0, Y15
-	VPMADDWD  2048(R14), Y15, Y16
-	VPMADDWD  2080(R14), Y15, Y17
-	VPMADDWD  2112(R14), Y15, Y18
-	VPMADDWD  2144(R14), Y15, Y19
-	VPMADDWD  2176(R14), Y15, Y20
-	VPMADDWD  2208(R14), Y15, Y21
-	VPMADDWD  2240(R14), Y15, Y22
-	VPMADDWD  2272(R14), Y15, Y23
+	BLOCKQ6KP
+	CORR8P(R14, Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23)
 	HALF8Q6P(0, 128, 192, 4, 68)
 	HALF8Q6P(64, 160, 200, 132, 196)
 	MOVWLZX   208(SI), AX
@@ -969,21 +1029,8 @@ TEXT ·gemmQ4KQ8KAVX512x2(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z14
 
 q4kx2loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	SCALES6
-	VMOVQ      R8, X8
-	VPMOVZXBW  X8, X8
-	VSHUFI32X4 $0, Z8, Z8, Z8
-	VMOVQ      R9, X9
-	VPMOVZXBW  X9, X9
-	VMOVD      0(SI), X4
-	VCVTPH2PS  X4, X4
-	CHUNK2Z(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
-	CHUNK2Z(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
-	CHUNK2Z(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
-	CHUNK2Z(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
+	BLOCKQ4KZ
+	CHUNKS4(CHUNK2Z)
 	END4Z(DI, Z10, Z16, X20)
 	END4Z(R11, Z11, Z17, X21)
 	NEXT(144)
@@ -1103,72 +1150,24 @@ TEXT ·gemmQ6KQ8KAVX512x16p(SB), 0, $1088-40
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
-	VPXORD  Z0, Z0, Z0
-	LEAQ    64(SP), AX
-	MOVQ    $16, BX
-
-q6k16pclear:
-	VMOVUPS Z0, (AX)
-	ADDQ    $64, AX
-	DECQ    BX
-	JNZ     q6k16pclear
+	CLEAR16(q6k16pclear)
 	MOVL    $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 	MOVL    $0x03030303, AX
 	VPBROADCASTD AX, Z12
 
 q6k16ploop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	// Each token's lanes start at −[32·Σ scale_s·bsums[s], 0].
-	VPMOVSXBW 192(SI), Y15
-	VPSLLW    $5, Y15, Y15
-	VPXOR     X0, X0, X0
-	VPSUBW    Y15, Y0, Y15
-	VPMADDWD  2048(R14), Y15, Y16
-	VPMADDWD  2080(R14), Y15, Y17
-	VPMADDWD  2112(R14), Y15, Y18
-	VPMADDWD  2144(R14), Y15, Y19
-	VPMADDWD  2176(R14), Y15, Y20
-	VPMADDWD  2208(R14), Y15, Y21
-	VPMADDWD  2240(R14), Y15, Y22
-	VPMADDWD  2272(R14), Y15, Y23
-	VPMADDWD  2048(DI), Y15, Y24
-	VPMADDWD  2080(DI), Y15, Y25
-	VPMADDWD  2112(DI), Y15, Y26
-	VPMADDWD  2144(DI), Y15, Y27
-	VPMADDWD  2176(DI), Y15, Y28
-	VPMADDWD  2208(DI), Y15, Y29
-	VPMADDWD  2240(DI), Y15, Y30
-	VPMADDWD  2272(DI), Y15, Y31
+	BLOCKQ6KP
+	CORR8P(R14, Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23)
+	CORR8P(DI, Y24, Y25, Y26, Y27, Y28, Y29, Y30, Y31)
 	HALF16Q6(0, 128, 192, 4, 68)
 	HALF16Q6(64, 160, 200, 132, 196)
 	MOVWLZX      208(SI), AX
 	VMOVD        AX, X13
 	VCVTPH2PS    X13, X13
 	VBROADCASTSS X13, Y13
-	VMULPS       2432(R14), Y13, Y0
-	VMOVUPS      Y0, 0(SP)
-	VMULPS       2432(DI), Y13, Y0
-	VMOVUPS      Y0, 32(SP)
-	E16Q6(0, Z16)
-	E16Q6(1, Z17)
-	E16Q6(2, Z18)
-	E16Q6(3, Z19)
-	E16Q6(4, Z20)
-	E16Q6(5, Z21)
-	E16Q6(6, Z22)
-	E16Q6(7, Z23)
-	E16Q6(8, Z24)
-	E16Q6(9, Z25)
-	E16Q6(10, Z26)
-	E16Q6(11, Z27)
-	E16Q6(12, Z28)
-	E16Q6(13, Z29)
-	E16Q6(14, Z30)
-	E16Q6(15, Z31)
+	DD16(Y13)
+	ENDS16
 	ADDQ $210, SI
 	ADDQ $PACKB, R14
 	ADDQ $PACKB, DI
@@ -1264,15 +1263,7 @@ TEXT ·gemmQ4KQ8KAVX512x16p(SB), 0, $1344-40
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
-	VPXORD  Z0, Z0, Z0
-	LEAQ    64(SP), AX
-	MOVQ    $16, BX
-
-q4k16pclear:
-	VMOVUPS Z0, (AX)
-	ADDQ    $64, AX
-	DECQ    BX
-	JNZ     q4k16pclear
+	CLEAR16(q4k16pclear)
 	VPXORD  Z4, Z4, Z4
 	VPXORD  Z7, Z7, Z7
 	VPXORD  Z12, Z12, Z12
@@ -1283,45 +1274,10 @@ q4k16pclear:
 	VMOVDQU32 gemmPermDy<>+64(SB), Z11
 
 q4k16ploop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	SCALES6
-	VMOVQ        R8, X8
-	VPMOVZXBW    X8, X8
-	VSHUFI32X4   $0, Z8, Z8, Z8
-	VMOVQ        R9, X9
-	VPMOVZXBW    X9, X9
-	VSHUFI32X4   $0, Z9, Z9, Z9
-	VMOVD        0(SI), X1
-	VCVTPH2PS    X1, X1
-	VBROADCASTSS X1, Z15
-	VMOVSHDUP    X1, X6
-	VBROADCASTSS X6, Z6
-	CHUNK16P(16, 4, gemmShufK4<>+0(SB), VPMADDWD)
-	CHUNK16P(48, 68, gemmShufK4<>+64(SB), VPDPWSSD)
-	CHUNK16P(80, 132, gemmShufK4<>+128(SB), VPDPWSSD)
-	CHUNK16P(112, 196, gemmShufK4<>+192(SB), VPDPWSSD)
-	VMULPS       2432(R14), Y15, Y1
-	VMOVUPS      Y1, 0(SP)
-	VMULPS       2432(DI), Y15, Y1
-	VMOVUPS      Y1, 32(SP)
-	E16Q6(0, Z16)
-	E16Q6(1, Z17)
-	E16Q6(2, Z18)
-	E16Q6(3, Z19)
-	E16Q6(4, Z20)
-	E16Q6(5, Z21)
-	E16Q6(6, Z22)
-	E16Q6(7, Z23)
-	E16Q6(8, Z24)
-	E16Q6(9, Z25)
-	E16Q6(10, Z26)
-	E16Q6(11, Z27)
-	E16Q6(12, Z28)
-	E16Q6(13, Z29)
-	E16Q6(14, Z30)
-	E16Q6(15, Z31)
+	BLOCKQ4KP
+	CHUNKS4(CHUNK16P)
+	DD16(Y15)
+	ENDS16
 	MINS16P(R14, 2304, Z10, Z12)
 	MINS16P(R14, 2368, Z11, Z13)
 	MINS16P(DI, 2304, Z10, Z7)
