@@ -24,10 +24,7 @@ import (
 // activations. On an error no session has advanced.
 func DecodeBatch(sessions []*Session, tokens []int32) ([][]float32, error) {
 	if len(sessions) == 0 {
-		if len(tokens) != 0 {
-			return nil, fmt.Errorf("model: DecodeBatch: 0 sessions but %d tokens", len(tokens))
-		}
-		return nil, nil
+		return nil, DecodeBatchInto(nil, sessions, tokens) // checks the token count
 	}
 	V := sessions[0].m.cfg.VocabSize
 	logits := make([]float32, len(sessions)*V)

@@ -43,6 +43,34 @@
 	VPXOR V, V, V; \
 	VPDPBUSD Y3, Y2, V
 
+// DX4 gathers the f16 scales of the block of the four rows SI, R8, R9,
+// R10 into the floats of X.
+#define DX4(X) \
+	MOVWLZX   0(SI), AX; \
+	VMOVD     AX, X; \
+	VPINSRW   $1, 0(R8), X, X; \
+	VPINSRW   $2, 0(R9), X, X; \
+	VPINSRW   $3, 0(R10), X, X; \
+	VCVTPH2PS X, X
+
+// NEXT4ROWS advances the four row pointers by a block of xs bytes.
+#define NEXT4ROWS(xs) \
+	ADDQ $xs, SI; \
+	ADDQ $xs, R8; \
+	ADDQ $xs, R9; \
+	ADDQ $xs, R10
+
+// PREFETCH4ROWS prefetches the bytes of the next four rows (DOTPF ahead of
+// the four at SI, BX bytes apart), with P and END as scratch.
+#define PREFETCH4ROWS(lbl, P, END) \
+	LEAQ (R10)(BX*1), END; \
+	MOVQ SI, P; \
+lbl: \
+	PREFETCHT0 DOTPF(P); \
+	ADDQ       $64, P; \
+	CMPQ       P, END; \
+	JB         lbl
+
 // BLOCK4 adds the four rows' terms of one block to X0 and advances.
 #define BLOCK4(W, xs) \
 	VMOVDQU      2(DI), Y12; \
@@ -55,22 +83,14 @@
 	VPHADDD      Y6, Y4, Y4; \
 	VEXTRACTI128 $1, Y4, X5; \
 	VPADDD       X5, X4, X4; \
-	MOVWLZX      0(SI), AX; \
-	VMOVD        AX, X2; \
-	VPINSRW      $1, 0(R8), X2, X2; \
-	VPINSRW      $2, 0(R9), X2, X2; \
-	VPINSRW      $3, 0(R10), X2, X2; \
-	VCVTPH2PS    X2, X2; \
+	DX4(X2); \
 	VPBROADCASTW 0(DI), X3; \
 	VCVTPH2PS    X3, X3; \
 	VMULPS       X3, X2, X2; \
 	VCVTDQ2PS    X4, X4; \
 	VMULPS       X2, X4, X4; \
 	VADDPS       X4, X0, X0; \
-	ADDQ         $xs, SI; \
-	ADDQ         $xs, R8; \
-	ADDQ         $xs, R9; \
-	ADDQ         $xs, R10; \
+	NEXT4ROWS(xs); \
 	ADDQ         $34, DI
 
 #define ROWS4PROLOGUE \
@@ -166,20 +186,12 @@ GLOBL dotNibShift4<>(SB), RODATA|NOPTR, $32
 	DECW(W, R8, Y5, Y9); \
 	DECW(W, R9, Y6, Y10); \
 	DECW(W, R10, Y7, Y11); \
-	MOVWLZX   0(SI), AX; \
-	VMOVD     AX, X0; \
-	VPINSRW   $1, 0(R8), X0, X0; \
-	VPINSRW   $2, 0(R9), X0, X0; \
-	VPINSRW   $3, 0(R10), X0, X0; \
-	VCVTPH2PS X0, X0; \
+	DX4(X0); \
 	TOK44(DI, X20); \
 	TOK44(R11, X21); \
 	TOK44(R12, X22); \
 	TOK44(R13, X23); \
-	ADDQ $xs, SI; \
-	ADDQ $xs, R8; \
-	ADDQ $xs, R9; \
-	ADDQ $xs, R10; \
+	NEXT4ROWS(xs); \
 	ADDQ $34, DI; \
 	ADDQ $34, R11; \
 	ADDQ $34, R12; \
@@ -203,13 +215,7 @@ GLOBL dotNibShift4<>(SB), RODATA|NOPTR, $32
 	VXORPS X21, X21, X21; \
 	VXORPS X22, X22, X22; \
 	VXORPS X23, X23, X23; \
-	LEAQ   (R10)(BX*1), DX; \
-	MOVQ   SI, AX; \
-pf: \
-	PREFETCHT0 DOTPF(AX); \
-	ADDQ       $64, AX; \
-	CMPQ       AX, DX; \
-	JB         pf
+	PREFETCH4ROWS(pf, AX, DX)
 
 // ROWS44EPILOGUE stores each token's four results (plus +0, as rows4).
 #define ROWS44EPILOGUE \
@@ -237,15 +243,7 @@ TEXT ·rows4Q50Q80AVX512(SB), NOSPLIT, $0-40
 	BCAST8($0x0F0F0F0F, X14, Y14)
 	BCAST8($0xF0F0F0F0, X13, Y13)
 
-	// Prefetch the next four rows' bytes (DOTPF ahead of these).
-	LEAQ (R10)(BX*1), R11
-	MOVQ SI, R12
-
-q50r4pf:
-	PREFETCHT0 DOTPF(R12)
-	ADDQ       $64, R12
-	CMPQ       R12, R11
-	JB         q50r4pf
+	PREFETCH4ROWS(q50r4pf, R12, R11)
 
 q50r4loop:
 	BLOCK4(Q50WB, 22)
@@ -257,15 +255,7 @@ q50r4loop:
 TEXT ·rows4Q80Q80AVX512(SB), NOSPLIT, $0-40
 	ROWS4PROLOGUE
 
-	// Prefetch the next four rows' bytes (DOTPF ahead of these).
-	LEAQ (R10)(BX*1), R11
-	MOVQ SI, R12
-
-q80r4pf:
-	PREFETCHT0 DOTPF(R12)
-	ADDQ       $64, R12
-	CMPQ       R12, R11
-	JB         q80r4pf
+	PREFETCH4ROWS(q80r4pf, R12, R11)
 
 q80r4loop:
 	BLOCK4(Q80WB, 34)
