@@ -182,6 +182,9 @@ func (s *Sampler) Reset() {
 // Sample returns the next token for logits (one per vocabulary entry),
 // which it does not modify. It does not Accept the token.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
+	if s.opts.Temperature <= 0 && len(s.biases) == 0 && !(s.penalties() && len(s.history) > 0) {
+		return greedy(logits)
+	}
 	if err := s.adjust(logits); err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package sample
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -244,6 +245,82 @@ func TestGreedy(t *testing.T) {
 	s, _ := New(Options{})
 	if id, err := s.Sample(logits); err != nil || id != 1234 {
 		t.Errorf("greedy sampler: %d, %v; want 1234", id, err)
+	}
+}
+
+// TestGreedyFastPath: greedy sampling with nothing to adjust (one pass over
+// the logits) gives the tokens and errors of the general path, which a
+// zero logit bias forces.
+func TestGreedyFastPath(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	big := randomLogits(glmVocab, 9)
+	big[77] = 40
+	big[150000] = 40
+	for _, tc := range []struct {
+		name   string
+		logits []float32
+	}{
+		{"ties", []float32{1, 3, 3, 2}},
+		{"one", []float32{5}},
+		{"negative", []float32{-3, -1, -2}},
+		{"-Inf first", []float32{-inf, -inf, 2}},
+		{"all -Inf", []float32{-inf, -inf}},
+		{"NaN", []float32{1, 2, nan, inf}},
+		{"+Inf", []float32{1, inf, nan}},
+		{"GLM vocabulary", big},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, _ := New(Options{})
+			general, _ := New(Options{LogitBias: map[int32]float32{0: 0}})
+			got, gerr := fast.Sample(tc.logits)
+			want, werr := general.Sample(tc.logits)
+			if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+				t.Errorf("fast path %d, %v; general path %d, %v", got, gerr, want, werr)
+			}
+		})
+	}
+	s, _ := New(Options{})
+	if _, err := s.Sample(nil); err == nil || !strings.Contains(err.Error(), "no logits") {
+		t.Errorf("no logits: error %v", err)
+	}
+}
+
+// TestMaxCheck: the scans behind greedy sampling (vector code where the
+// CPU has it) equal the portable ones on every length around the vector
+// width, with the maximum, a tie, a NaN or a +Inf at every position class.
+func TestMaxCheck(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 7, 31, 32, 33, 63, 64, 65, 95, 96, 97, 200, glmVocab} {
+		for _, at := range []int{0, 1, n / 2, n - 33, n - 32, n - 31, n - 1} {
+			if at < 0 || at >= n {
+				continue
+			}
+			for _, plant := range []float32{100, nan, inf, float32(math.Inf(-1))} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				x[at] = plant
+				if plant == 100 && at+1 < n {
+					x[n-1] = 100 // a later tie
+				}
+				m, bad := maxCheck(x)
+				wm, wbad := maxCheckGeneric(x)
+				if bad != wbad || (!bad && m != wm) {
+					t.Fatalf("n %d, %v at %d: maxCheck %v, %v; want %v, %v", n, plant, at, m, bad, wm, wbad)
+				}
+				if bad {
+					continue
+				}
+				if got, want := index(x, m), indexGeneric(x, m); got != want {
+					t.Fatalf("n %d, %v at %d: index %d, want %d", n, plant, at, got, want)
+				}
+				if got := index(x, 1e9); got != -1 {
+					t.Fatalf("n %d: index of a missing value %d", n, got)
+				}
+			}
+		}
 	}
 }
 
