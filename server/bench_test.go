@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/sample"
 	"github.com/glmrun/glmrun/model/synth"
 )
 
@@ -121,6 +122,10 @@ func benchSteps(b *testing.B, m *model.Model, st Stepper, n int) {
 		sessions[i] = s
 	}
 	reset()
+	greedy, err := sample.New(sample.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	var elapsed time.Duration
@@ -138,13 +143,10 @@ func benchSteps(b *testing.B, m *model.Model, st Stepper, n int) {
 			b.Fatal(errs)
 		}
 		for i, l := range logits {
-			best := 0
-			for j, v := range l {
-				if v > l[best] {
-					best = j
-				}
+			// Greedy, as the scheduler samples a temperature-0 request.
+			if tokens[i], err = greedy.Sample(l); err != nil {
+				b.Fatal(err)
 			}
-			tokens[i] = int32(best)
 		}
 	}
 	elapsed += time.Since(t0)
