@@ -68,6 +68,17 @@ const (
 	gemmTokenBytes = 1 << 20
 )
 
+// GemmPackRows is the fewest weight rows for which a GemmFunc packs the
+// tokens of its four- and two-token tiles into aligned memory, as it
+// always packs those of its eight- and sixteen-token ones (AVX-512 Q4_K
+// and Q6_K): the copy costs about 28 ns a token and block, a row of those
+// tiles some 18-20 ns a block, so from here the copy is below 2% of the
+// product, and the packed tiles run 7% (two tokens) and 18% (four) faster
+// than the in-place ones (Q4_K, 2048 wide, one core). A caller that splits
+// a product of a few tokens into chunks of rows (the experts of a batched
+// decode step) keeps its chunks at least this large to get them.
+const GemmPackRows = 256
+
 // gemmTileFunc computes one weight row (nb blocks at x) against the tile's
 // tokens, whose activation rows start at y, lda bytes apart: the result of
 // token t goes to out[t*ldo] (an element stride). nb may not be zero.
@@ -96,9 +107,14 @@ type gemmStep struct {
 // scale dy at +2432+4·k. The packed kernels then load whole cache lines: a
 // Q8_K block is 292 bytes, and in place most 64-byte loads of its values
 // straddle two lines.
-func packQ8K(q, act []byte, lda, j, nb int) {
+func packQ8K(q, act []byte, lda, j, nb int) { packQ8KTokens(q, act, lda, j, nb, 8) }
+
+// packQ8KTokens is packQ8K for tokens j..j+count−1 (count ≤ 8), in slots
+// 0..count−1 of the group: the four- and two-token packed tiles read
+// slots 0-3 and 0-1.
+func packQ8KTokens(q, act []byte, lda, j, nb, count int) {
 	const bs, qs = 292, 256
-	for k := range 8 {
+	for k := range count {
 		a := act[(j+k)*lda:]
 		for b := range nb {
 			blk := a[b*bs : (b+1)*bs]
@@ -142,6 +158,11 @@ func alignedPack(buf *[]byte, n int) []byte {
 type gemmKernel struct {
 	name  string
 	steps []gemmStep
+	// small, when set, are packed tiles of fewer than eight tokens (four,
+	// then two) that replace the in-place tiles of those sizes for the
+	// tokens past the last whole group of eight when a product has at
+	// least GemmPackRows rows (see run).
+	small []gemmStep
 	size  int
 	dot   func(x, y []byte, nb int) float32
 	typ   Type
@@ -221,24 +242,50 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	// The packed tiles (the first steps, where they have them) read the
 	// tokens of each token block from a copy made once per token block,
 	// eight tokens at a time: a sixteen-token tile reads two such groups.
+	//
+	// With small packed tiles and enough rows to pay for the copy, the
+	// tokens past the last group of eight go through them instead of the
+	// in-place tiles of the same sizes, each tile's tokens packed into a
+	// group of their own after the groups of eight (slots 0-3 or 0-1, where
+	// those tiles read).
 	var pack []byte
 	packed := len(steps) > 0 && steps[0].packed != nil && m >= 8
-	if packed {
+	small := len(steps) > 0 && k.small != nil && rows >= GemmPackRows && m%8 >= 2
+	if packed || small {
 		buf := gemmPacks.Get().(*[]byte)
 		defer gemmPacks.Put(buf)
-		pack = alignedPack(buf, packQ8KBlock*nb*(min(m, tb)/8))
+		pack = alignedPack(buf, packQ8KBlock*nb*(min(m, tb)/8+len(k.small)))
 	}
+	// The small packed tiles of a token block: their steps and first tokens.
+	var smallS [2]gemmStep
+	var smallJ [2]int
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)
+		big := j0 + (j1-j0)/8*8 // tokens [j0, big) in groups of eight
 		if packed {
-			for j := j0; j+8 <= j1; j += 8 {
+			for j := j0; j < big; j += 8 {
 				packQ8K(pack[(j-j0)/8*packQ8KBlock*nb:], act, lda, j, nb)
+			}
+		}
+		ns := 0
+		if small {
+			j := big
+			for _, s := range k.small {
+				if j+s.size <= j1 && ns < len(smallS) {
+					smallS[ns], smallJ[ns] = s, j
+					packQ8KTokens(pack[((big-j0)/8+ns)*packQ8KBlock*nb:], act, lda, j, nb, s.size)
+					ns++
+					j += s.size
+				}
 			}
 		}
 		for r0 := 0; r0 < rows; r0 += rb {
 			r1 := min(rows, r0+rb)
 			j := j0
 			for _, s := range steps {
+				if ns > 0 && s.packed == nil {
+					break // the small packed tiles take the tokens from here
+				}
 				for ; j+s.size <= j1; j += s.size {
 					if s.packed != nil {
 						q := &pack[(j-j0)/8*packQ8KBlock*nb]
@@ -251,6 +298,14 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 						s.tile(&w[r*ldw], &act[j*lda], lda, nb, &out[j*ldo+r], ldo)
 					}
 				}
+			}
+			for i := range ns {
+				s := smallS[i]
+				q := &pack[((big-j0)/8+i)*packQ8KBlock*nb]
+				for r := r0; r < r1; r++ {
+					s.packed(&w[r*ldw], q, nb, &out[smallJ[i]*ldo+r], ldo)
+				}
+				j = smallJ[i] + s.size
 			}
 			if k.rows4x4 != nil && nb < 8 {
 				// gemmShape checked that every row and token lies within

@@ -68,6 +68,21 @@ func gemmQ4KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ6KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 
+// The packed four- and two-token kernels: tokens 0-3 (0-1) of a packed
+// copy, for the experts of a batched decode step.
+
+//go:noescape
+func gemmQ4KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ4KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
+
 // gemmQ6KQ8KAVX512x16p is the packed Q6_K kernel for sixteen tokens: two
 // packed eight-token tiles, the second right after the first.
 //
@@ -118,16 +133,19 @@ var gemmRows4 = map[Type]struct {
 var gemmTiles = map[Type]struct {
 	avx2, avx512, avx512x2 gemmTileFunc
 	avx512x8p, avx512x16p  gemmPackedFunc
+	avx512x4p, avx512x2p   gemmPackedFunc
 }{
 	Q8_0:   {avx2: gemmQ80Q80AVX2, avx512: gemmQ80Q80AVX512},
 	Q4_0:   {avx2: gemmQ40Q80AVX2, avx512: gemmQ40Q80AVX512},
 	Q5_0:   {avx2: gemmQ50Q80AVX2, avx512: gemmQ50Q80AVX512},
 	IQ4_NL: {avx2: gemmIQ4NLQ80AVX2, avx512: gemmIQ4NLQ80AVX512},
 	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x2: gemmQ4KQ8KAVX512x2,
-		avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p},
+		avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p,
+		avx512x4p: gemmQ4KQ8KAVX512x4p, avx512x2p: gemmQ4KQ8KAVX512x2p},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x2: gemmQ6KQ8KAVX512x2,
-		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p},
+		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p,
+		avx512x4p: gemmQ6KQ8KAVX512x4p, avx512x2p: gemmQ6KQ8KAVX512x2p},
 	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
 }
 
@@ -149,6 +167,9 @@ func gemmImpls(t Type) []gemmKernel {
 			gemmStep{packed: tiles.avx512x16p, size: 16},
 			gemmStep{packed: tiles.avx512x8p, size: 8}, gemmStep{tile: tiles.avx512, size: 4},
 			gemmStep{tile: tiles.avx512x2, size: 2}))
+		if tiles.avx512x4p != nil {
+			impls[len(impls)-1].small = []gemmStep{{packed: tiles.avx512x4p, size: 4}, {packed: tiles.avx512x2p, size: 2}}
+		}
 		impls[len(impls)-1].rows4 = gemmRows4[t].one
 		impls[len(impls)-1].rows4x4 = gemmRows4[t].four
 	}

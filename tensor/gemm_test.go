@@ -128,6 +128,31 @@ func TestGemmVariants(t *testing.T) {
 	}
 }
 
+// TestGemmSmallPacked: with enough rows (GemmPackRows) the tokens
+// past the groups of eight go through the packed four- and two-token
+// tiles, each token in its own slot of a group of its own; every result
+// still equals the single-row kernel's, for every remainder and with
+// groups of eight before it.
+func TestGemmSmallPacked(t *testing.T) {
+	for _, wt := range []Type{Q4_K, Q6_K} {
+		for _, impl := range gemmImpls(wt) {
+			if impl.small == nil {
+				continue
+			}
+			t.Run(wt.String()+"/"+impl.name, func(t *testing.T) {
+				f := gemmFill(t, "random")
+				r := rand.New(rand.NewPCG(uint64(wt), 77))
+				for _, m := range []int{2, 3, 4, 5, 6, 7, 10, 13, 15, 22} {
+					for _, nb := range []int{1, 3} {
+						c := newGemmCase(wt, GemmPackRows+1, m, nb, f, r)
+						c.check(t, c.run(impl.run), impl.dot)
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestGemmNearTwin checks the fastest implementation against the pure-Go
 // twin within the dot tests' bound (the single-row assembly kernels may
 // round differently from the twin; see dotTolerance), and exactly where the

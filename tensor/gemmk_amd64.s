@@ -1313,3 +1313,208 @@ q4k16ploop:
 	R16Q4(15)
 	VZEROUPPER
 	RET
+
+// Four- and two-token packed tiles, AVX-512: the eight-token ones for the
+// tokens 0-3 (or 0-1) of a packed copy, for the experts of a batched decode
+// step, which get a few tokens each. In place, their activation loads
+// straddle cache lines as the eight-token tile's did, and each token's min
+// term costs a horizontal add of its block sums; packed, one MINS8P does
+// the min terms of all four tokens (lanes of tokens past the tile's count
+// compute from whatever the copy holds there and are never stored).
+
+// TOK4Q4P expands M(k, A, yoff, OP) for tokens 0-3 of the Q4_K kernel.
+#define TOK4Q4P(M, yoff, OP) \
+	M(0, Z10, yoff, OP); \
+	M(1, Z11, yoff, OP); \
+	M(2, Z12, yoff, OP); \
+	M(3, Z13, yoff, OP)
+
+#define TOKS4Q4P(yoff, OP) TOK4Q4P(T8Q4KP, yoff, OP)
+
+#define CHUNK4P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS4Q4P, qoff, yoff, smem, OP)
+
+// TOK2Q4P expands M(k, A, yoff, OP) for tokens 0-1.
+#define TOK2Q4P(M, yoff, OP) \
+	M(0, Z10, yoff, OP); \
+	M(1, Z11, yoff, OP)
+
+#define TOKS2Q4P(yoff, OP) TOK2Q4P(T8Q4KP, yoff, OP)
+
+#define CHUNK2P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS2Q4P, qoff, yoff, smem, OP)
+
+// func gemmQ4KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512x4p(SB), NOSPLIT, $64-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z22, Z22, Z22
+	VPXORD  Z23, Z23, Z23
+	VPXORD  Z28, Z28, Z28
+	MOVL    $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU32 gemmPermDy<>+0(SB), Z30
+
+q4k4ploop:
+	BLOCKQ4KP
+	CHUNKS4(CHUNK4P)
+	VMULPS       2432(R14), X15, X1
+	VMOVUPS      X1, 0(SP)
+	E8Q4KP(0, Z10, Z20)
+	E8Q4KP(16, Z11, Z21)
+	E8Q4KP(32, Z12, Z22)
+	E8Q4KP(48, Z13, Z23)
+	MINS8P(2304, Z30, Z28)
+	ADDQ $144, SI
+	ADDQ $PACKB, R14
+	DECQ CX
+	JNZ  q4k4ploop
+
+	VMOVUPS Z28, 0(SP)
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
+	SHLQ $2, BX
+	R8Q4K(0, Z10, Z20)
+	R8Q4K(16, Z11, Z21)
+	R8Q4K(32, Z12, Z22)
+	R8Q4K(48, Z13, Z23)
+	VZEROUPPER
+	RET
+
+// func gemmQ4KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ4KQ8KAVX512x2p(SB), NOSPLIT, $64-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
+	VPXORD  Z20, Z20, Z20
+	VPXORD  Z21, Z21, Z21
+	VPXORD  Z28, Z28, Z28
+	MOVL    $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU32 gemmPermDy<>+0(SB), Z30
+
+q4k2ploop:
+	BLOCKQ4KP
+	CHUNKS4(CHUNK2P)
+	VMULPS       2432(R14), X15, X1
+	VMOVUPS      X1, 0(SP)
+	E8Q4KP(0, Z10, Z20)
+	E8Q4KP(16, Z11, Z21)
+	MINS8P(2304, Z30, Z28)
+	ADDQ $144, SI
+	ADDQ $PACKB, R14
+	DECQ CX
+	JNZ  q4k2ploop
+
+	VMOVUPS Z28, 0(SP)
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
+	SHLQ $2, BX
+	R8Q4K(0, Z10, Z20)
+	R8Q4K(16, Z11, Z21)
+	VZEROUPPER
+	RET
+
+// TOK4Q6P and TOK2Q6P expand M(k, A, yoff) for tokens 0-3 (0-1) of the
+// Q6_K packed kernel.
+#define TOK4Q6P(M, yoff) \
+	M(0, Z16, yoff); \
+	M(1, Z17, yoff); \
+	M(2, Z18, yoff); \
+	M(3, Z19, yoff)
+
+#define TOK2Q6P(M, yoff) \
+	M(0, Z16, yoff); \
+	M(1, Z17, yoff)
+
+#define TOKS4Q6P(yoff) TOK4Q6P(T8Q6KP, yoff)
+#define TOKS2Q6P(yoff) TOK2Q6P(T8Q6KP, yoff)
+
+#define HALF4Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS4Q6P, qlo, qho, sco, yo, yo64)
+#define HALF2Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS2Q6P, qlo, qho, sco, yo, yo64)
+
+// DYQ6P forms the products d·dy of tokens 0-3 at 0(SP), d from the block.
+#define DYQ6P \
+	MOVWLZX      208(SI), AX; \
+	VMOVD        AX, X13; \
+	VCVTPH2PS    X13, X13; \
+	VBROADCASTSS X13, X13; \
+	VMULPS       2432(R14), X13, X0; \
+	VMOVUPS      X0, 0(SP)
+
+// func gemmQ6KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x4p(SB), NOSPLIT, $32-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL   $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6k4ploop:
+	BLOCKQ6KP
+	VPMADDWD 2048(R14), Y15, Y16
+	VPMADDWD 2080(R14), Y15, Y17
+	VPMADDWD 2112(R14), Y15, Y18
+	VPMADDWD 2144(R14), Y15, Y19
+	HALF4Q6P(0, 128, 192, 4, 68)
+	HALF4Q6P(64, 160, 200, 132, 196)
+	DYQ6P
+	E8Q6KP(0, Z16, Z24)
+	E8Q6KP(1, Z17, Z25)
+	E8Q6KP(2, Z18, Z26)
+	E8Q6KP(3, Z19, Z27)
+	ADDQ $210, SI
+	ADDQ $PACKB, R14
+	DECQ CX
+	JNZ  q6k4ploop
+
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
+	SHLQ $2, BX
+	R8Q6K(Z16, Z24)
+	R8Q6K(Z17, Z25)
+	R8Q6K(Z18, Z26)
+	R8Q6K(Z19, Z27)
+	VZEROUPPER
+	RET
+
+// func gemmQ6KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
+TEXT ·gemmQ6KQ8KAVX512x2p(SB), NOSPLIT, $32-40
+	MOVQ x+0(FP), SI
+	MOVQ q+8(FP), R14
+	MOVQ nb+16(FP), CX
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	MOVL   $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL   $0x03030303, AX
+	VPBROADCASTD AX, Z12
+
+q6k2ploop:
+	BLOCKQ6KP
+	VPMADDWD 2048(R14), Y15, Y16
+	VPMADDWD 2080(R14), Y15, Y17
+	HALF2Q6P(0, 128, 192, 4, 68)
+	HALF2Q6P(64, 160, 200, 132, 196)
+	DYQ6P
+	E8Q6KP(0, Z16, Z24)
+	E8Q6KP(1, Z17, Z25)
+	ADDQ $210, SI
+	ADDQ $PACKB, R14
+	DECQ CX
+	JNZ  q6k2ploop
+
+	MOVQ out+24(FP), DX
+	MOVQ ldo+32(FP), BX
+	SHLQ $2, BX
+	R8Q6K(Z16, Z24)
+	R8Q6K(Z17, Z25)
+	VZEROUPPER
+	RET

@@ -215,13 +215,26 @@ func (s *moeScratch) moeChunks(nExp, rows, rb, n, workers int) []moeChunk {
 	}
 	per := fastRowsPer(rows*active, rb, max(1, n/max(active, 1)), workers)
 	per = min(per, rows)
+	// An expert with a few tokens past its groups of eight (most of those
+	// of a batched decode step have two to four) runs tiles that pack
+	// their tokens when a chunk has tensor.GemmPackRows rows or more: its
+	// chunks are twice that, and come first, so that the small chunks of
+	// the single-token experts even out the workers at the end.
+	few := func(i int) bool { return (s.start[i+1]-s.start[i])%8 >= 2 }
+	fewPer := max(per, min(rows, 2*tensor.GemmPackRows))
 	s.chunks = s.chunks[:0]
-	for i := range nExp {
-		if s.start[i+1] == s.start[i] {
-			continue
-		}
-		for r := 0; r < rows; r += per {
-			s.chunks = append(s.chunks, moeChunk{e: i, r0: r, r1: min(r+per, rows)})
+	for _, first := range []bool{true, false} {
+		for i := range nExp {
+			if s.start[i+1] == s.start[i] || few(i) != first {
+				continue
+			}
+			p := per
+			if first {
+				p = fewPer
+			}
+			for r := 0; r < rows; r += p {
+				s.chunks = append(s.chunks, moeChunk{e: i, r0: r, r1: min(r+p, rows)})
+			}
 		}
 	}
 	return slices.Clip(s.chunks)
