@@ -120,13 +120,16 @@ func packQ8KTokens(q, act []byte, lda, j, nb, count int) {
 			blk := a[b*bs : (b+1)*bs]
 			p := q[b*packQ8KBlock : (b+1)*packQ8KBlock]
 			copy(p[k*qs:(k+1)*qs], blk[4:4+qs])
-			copy(p[2048+32*k:2048+32*(k+1)], blk[4+qs:bs])
+			bsums := blk[4+qs : bs : bs]
+			copy(p[2048+32*k:2048+32*(k+1)], bsums)
 			copy(p[2432+4*k:2432+4*(k+1)], blk[:4])
-			sums := p[2304+16*k : 2304+16*(k+1)]
-			for i := range 8 {
-				s0 := int16(binary.LittleEndian.Uint16(blk[4+qs+4*i:]))
-				s1 := int16(binary.LittleEndian.Uint16(blk[4+qs+4*i+2:]))
-				binary.LittleEndian.PutUint16(sums[2*i:], uint16(s0+s1))
+			// Four sums a word: pairs (0,1) and (2,3) of each.
+			sums := p[2304+16*k : 2304+16*(k+1) : 2304+16*(k+1)]
+			for i := range 4 {
+				v := binary.LittleEndian.Uint64(bsums[8*i:])
+				lo := uint16(int16(v) + int16(v>>16))
+				hi := uint16(int16(v>>32) + int16(v>>48))
+				binary.LittleEndian.PutUint32(sums[4*i:], uint32(lo)|uint32(hi)<<16)
 			}
 		}
 	}
