@@ -34,9 +34,13 @@ import (
 // batching saves; a model scaled down to fit the caches measures the
 // arithmetic of small products instead.
 //
+// interleaved/1vs16 alternates single-sequence and 16-sequence steps and
+// reports both rates and their ratio (x) measured under the same load:
+// on a shared machine the rates of the separate runs drift apart.
+//
 // GLMRUN_BENCH_MODEL=FILE.gguf adds another model.
 //
-//	go test ./server -run '^$' -bench Decode -benchtime 40x
+//	go test ./server -run '^$' -bench Decode -benchtime 10s
 func BenchmarkDecode(b *testing.B) {
 	tf, err := gguf.Open(testModelPath)
 	if err != nil {
@@ -81,6 +85,7 @@ func BenchmarkDecode(b *testing.B) {
 				})
 			}
 		}
+		b.Run(mc.name+"/interleaved/1vs16", func(b *testing.B) { benchInterleaved(b, m, 16) })
 		m.Close()
 	}
 }
@@ -95,62 +100,120 @@ func syncFile(path string) error {
 	return f.Sync()
 }
 
-func benchSteps(b *testing.B, m *model.Model, st Stepper, n int) {
-	const prompt, ctx = 64, 256
-	sessions := make([]*model.Session, n)
-	tokens := make([]int32, n)
-	V := int32(m.Config().VocabSize)
-	reset := func() {
-		for i := range sessions {
-			sessions[i].Reset()
-			p := make([]int32, prompt)
-			for j := range p {
-				p[j] = int32(i*prompt+j) % V
-			}
-			if _, err := sessions[i].Prefill(p); err != nil {
-				b.Fatal(err)
-			}
-			tokens[i] = int32(i) % V
-		}
-	}
-	for i := range sessions {
-		s, err := m.NewSession(model.SessionOptions{ContextSize: ctx})
+// benchDecoder holds n sessions that decode greedily, step by step, from
+// 64-token prompts, starting over when the context is full.
+type benchDecoder struct {
+	b        *testing.B
+	st       Stepper
+	sessions []*model.Session
+	tokens   []int32
+	greedy   *sample.Sampler
+}
+
+const benchPrompt, benchCtx = 64, 256
+
+func newBenchDecoder(b *testing.B, m *model.Model, st Stepper, n int) *benchDecoder {
+	d := &benchDecoder{b: b, st: st, sessions: make([]*model.Session, n), tokens: make([]int32, n)}
+	for i := range d.sessions {
+		s, err := m.NewSession(model.SessionOptions{ContextSize: benchCtx})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
-		sessions[i] = s
+		b.Cleanup(func() { s.Close() })
+		d.sessions[i] = s
 	}
-	reset()
-	greedy, err := sample.New(sample.Options{})
-	if err != nil {
+	var err error
+	if d.greedy, err = sample.New(sample.Options{}); err != nil {
 		b.Fatal(err)
 	}
+	d.reset()
+	return d
+}
+
+// reset prefills every session with its prompt again.
+func (d *benchDecoder) reset() {
+	V := int32(d.sessions[0].Model().Config().VocabSize)
+	for i, s := range d.sessions {
+		s.Reset()
+		p := make([]int32, benchPrompt)
+		for j := range p {
+			p[j] = int32(i*benchPrompt+j) % V
+		}
+		if _, err := s.Prefill(p); err != nil {
+			d.b.Fatal(err)
+		}
+		d.tokens[i] = int32(i) % V
+	}
+}
+
+// full reports whether the next step needs a reset first.
+func (d *benchDecoder) full() bool { return d.sessions[0].Pos() >= benchCtx-1 }
+
+// step runs one decode step and picks every session's next token as the
+// scheduler does for a temperature-0 request.
+func (d *benchDecoder) step() {
+	logits, errs := d.st.Step(d.sessions, d.tokens)
+	if errs != nil {
+		d.b.Fatal(errs)
+	}
+	for i, l := range logits {
+		var err error
+		if d.tokens[i], err = d.greedy.Sample(l); err != nil {
+			d.b.Fatal(err)
+		}
+	}
+}
+
+func benchSteps(b *testing.B, m *model.Model, st Stepper, n int) {
+	d := newBenchDecoder(b, m, st, n)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var elapsed time.Duration
 	t0 := time.Now()
 	for b.Loop() {
-		if sessions[0].Pos() >= ctx-1 {
+		if d.full() {
 			elapsed += time.Since(t0)
 			b.StopTimer()
-			reset()
+			d.reset()
 			b.StartTimer()
 			t0 = time.Now()
 		}
-		logits, errs := st.Step(sessions, tokens)
-		if errs != nil {
-			b.Fatal(errs)
-		}
-		for i, l := range logits {
-			// Greedy, as the scheduler samples a temperature-0 request.
-			if tokens[i], err = greedy.Sample(l); err != nil {
-				b.Fatal(err)
-			}
-		}
+		d.step()
 	}
 	elapsed += time.Since(t0)
 	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "tok/s")
+}
+
+// benchInterleaved alternates a step of one sequence with a batched step of
+// n sequences, timing each, and reports both aggregate rates and their
+// ratio (x). Measured one after the other, the two rates are seconds
+// apart, and on a shared machine each drifts by ±10% over minutes,
+// independently; interleaved, both see the same load.
+func benchInterleaved(b *testing.B, m *model.Model, n int) {
+	one := newBenchDecoder(b, m, &BatchStepper{}, 1)
+	many := newBenchDecoder(b, m, &BatchStepper{}, n)
+	b.ResetTimer()
+	var t1, tn time.Duration
+	for b.Loop() {
+		for _, d := range []*benchDecoder{one, many} {
+			if d.full() {
+				b.StopTimer()
+				d.reset()
+				b.StartTimer()
+			}
+		}
+		t0 := time.Now()
+		one.step()
+		t1 += time.Since(t0)
+		t0 = time.Now()
+		many.step()
+		tn += time.Since(t0)
+	}
+	r1 := float64(b.N) / t1.Seconds()
+	rn := float64(n*b.N) / tn.Seconds()
+	b.ReportMetric(r1, "tok/s-1")
+	b.ReportMetric(rn, fmt.Sprintf("tok/s-%d", n))
+	b.ReportMetric(rn/r1, "x")
 }
 
 // BenchmarkServeStreams measures the server end to end: each iteration
