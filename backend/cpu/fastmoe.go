@@ -40,6 +40,13 @@ func (t *moeTask) run(_, i int) {
 	g, u := Mat(t.ex.Gate[ch.e]), Mat(t.ex.Up[ch.e])
 	gemmRows(t.kG, t.g[s0*g.Rows:], t.actG[s0*t.ldG:], t.ldG, n, g, ch.r0, ch.r1)
 	gemmRows(t.kU, t.u[s0*u.Rows:], t.actU[s0*t.ldU:], t.ldU, n, u, ch.r0, ch.r1)
+	// SwiGLU of the chunk's rows, in place of the gate: elementwise, so
+	// the same values as over whole rows, and off the caller's serial path.
+	F := g.Rows
+	for p := s0; p < s0+n; p++ {
+		row := t.g[p*F+ch.r0 : p*F+ch.r1]
+		swigluFast(row, row, t.u[p*F+ch.r0:p*F+ch.r1])
+	}
 }
 
 // moeScratch holds the buffers of moeFast, grown on demand.
@@ -160,8 +167,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 
 	// Phase 1: gate and up.
 	t.chunks = s.moeChunks(nExp, F, g0.RowBytes+u0.RowBytes, n, c.workers)
-	c.pool.do(t, len(t.chunks))
-	swigluFast(s.g, s.g, s.u)
+	c.pool.do(t, len(t.chunks)) // g = silu(g)·u, chunk by chunk
 
 	// Phase 2: down, on the activations quantized per slot.
 	if kD.act == tensor.F32 {
