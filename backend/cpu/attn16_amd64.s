@@ -189,3 +189,102 @@ loop:
 
 done:
 	RET
+
+// func axpyKeys4AVX512(o *float32, ldo int, e *[4]float32, lat *float32, offs *int32, nk, n int)
+//
+// For each key i < nk, in order, adds e[i][j]·lat[offs[i]+d] to
+// o[j·ldo+d] for the four rows j and d < n (a multiple of 64): what nk
+// calls of axpy4AVX512 do, element by element the same fused multiply-adds
+// in the same order, but 64 columns of the four rows stay in Z0-Z15 over
+// all the keys, where axpy4 loads and stores them once per key (four
+// stores per four multiply-adds bound it).
+TEXT ·axpyKeys4AVX512(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ ldo+8(FP), AX
+	SHLQ $2, AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	MOVQ lat+24(FP), SI
+	MOVQ n+48(FP), R12
+	SHLQ $2, R12                   // columns in bytes
+	XORQ R13, R13                  // column offset in bytes
+
+cols:
+	CMPQ    R13, R12
+	JGE     kdone
+	VMOVUPS (DI)(R13*1), Z0
+	VMOVUPS 64(DI)(R13*1), Z1
+	VMOVUPS 128(DI)(R13*1), Z2
+	VMOVUPS 192(DI)(R13*1), Z3
+	VMOVUPS (R8)(R13*1), Z4
+	VMOVUPS 64(R8)(R13*1), Z5
+	VMOVUPS 128(R8)(R13*1), Z6
+	VMOVUPS 192(R8)(R13*1), Z7
+	VMOVUPS (R9)(R13*1), Z8
+	VMOVUPS 64(R9)(R13*1), Z9
+	VMOVUPS 128(R9)(R13*1), Z10
+	VMOVUPS 192(R9)(R13*1), Z11
+	VMOVUPS (R10)(R13*1), Z12
+	VMOVUPS 64(R10)(R13*1), Z13
+	VMOVUPS 128(R10)(R13*1), Z14
+	VMOVUPS 192(R10)(R13*1), Z15
+	MOVQ    e+16(FP), DX
+	MOVQ    offs+32(FP), BX
+	MOVQ    nk+40(FP), CX
+
+keys:
+	MOVLQSX      (BX), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         R13, R11
+	VMOVUPS      (R11), Z16
+	VMOVUPS      64(R11), Z17
+	VMOVUPS      128(R11), Z18
+	VMOVUPS      192(R11), Z19
+	VBROADCASTSS (DX), Z20
+	VBROADCASTSS 4(DX), Z21
+	VBROADCASTSS 8(DX), Z22
+	VBROADCASTSS 12(DX), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         $16, DX
+	ADDQ         $4, BX
+	DECQ         CX
+	JNZ          keys
+
+	VMOVUPS Z0, (DI)(R13*1)
+	VMOVUPS Z1, 64(DI)(R13*1)
+	VMOVUPS Z2, 128(DI)(R13*1)
+	VMOVUPS Z3, 192(DI)(R13*1)
+	VMOVUPS Z4, (R8)(R13*1)
+	VMOVUPS Z5, 64(R8)(R13*1)
+	VMOVUPS Z6, 128(R8)(R13*1)
+	VMOVUPS Z7, 192(R8)(R13*1)
+	VMOVUPS Z8, (R9)(R13*1)
+	VMOVUPS Z9, 64(R9)(R13*1)
+	VMOVUPS Z10, 128(R9)(R13*1)
+	VMOVUPS Z11, 192(R9)(R13*1)
+	VMOVUPS Z12, (R10)(R13*1)
+	VMOVUPS Z13, 64(R10)(R13*1)
+	VMOVUPS Z14, 128(R10)(R13*1)
+	VMOVUPS Z15, 192(R10)(R13*1)
+	ADDQ    $256, R13
+	JMP     cols
+
+kdone:
+	VZEROUPPER
+	RET

@@ -12,6 +12,14 @@ func dot4(out *[4]float32, q []float32, ldq int, k []float32, n int) { dot4Gener
 // axpy4 adds e[j]·c[:n] to rows j < 4 of o (ldo apart).
 func axpy4(o []float32, ldo int, e *[4]float32, c []float32, n int) { axpy4Generic(o, ldo, e, c, n) }
 
+// axpyKeys4 adds, for each key i in order, e[i][j]·lat[offs[i]:][:n] to
+// rows j < 4 of o (ldo apart): one axpy4 per key.
+func axpyKeys4(o []float32, ldo int, e [][4]float32, lat []float32, offs []int32, n int) {
+	for i, off := range offs {
+		axpy4(o, ldo, &e[i], lat[off:], n)
+	}
+}
+
 // dot1 returns the dot product of q[:n] and k[:n], as one row of dot4.
 func dot1(q, k []float32, n int) float32 { return dot1Generic(q, k, n) }
 

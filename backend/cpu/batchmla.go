@@ -198,18 +198,23 @@ func attendHeads4(o, q, lat []float32, kr, dr int, keys []int32, n int, tau floa
 				m[j] = tileMax[j]
 			}
 		}
+		// The weights e replace the scores; the tile's weighted sum runs
+		// in one pass (axpyKeys4: the same fused multiply-adds per element,
+		// key after key, as an axpy4 per key).
+		var offs [keyTile]int32 // latent rows hold < 2³¹ values in all
 		for i := range nk {
 			s := k0 + i
 			if keys != nil {
 				s = int(keys[s])
 			}
-			var e [4]float32
 			for j := range 4 {
-				e[j] = expNeg(sc[i][j] - m[j])
-				l[j] += e[j]
+				e := expNeg(sc[i][j] - m[j])
+				sc[i][j] = e
+				l[j] += e
 			}
-			axpy4(o, kr, &e, lat[s*w:s*w+kr], kr)
+			offs[i] = int32(s * w)
 		}
+		axpyKeys4(o, kr, sc[:nk], lat, offs[:nk], kr)
 	}
 	for j := range 4 {
 		Scale(o[j*kr:(j+1)*kr], 1/l[j])

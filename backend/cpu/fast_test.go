@@ -111,6 +111,40 @@ func TestAxpy(t *testing.T) {
 	}
 }
 
+// TestAxpyKeys4: the weighted sum over a tile of keys equals one axpy4 per
+// key bit for bit (the same fused multiply-adds per element, in key
+// order), for widths around its 64-column step, repeated and scattered
+// rows, and one key or a whole tile.
+func TestAxpyKeys4(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const w, rows = 600, 40
+	lat := randVec(r, w*rows)
+	for _, n := range []int{8, 16, 64, 80, 512, 520, 576} {
+		for _, nk := range []int{1, 3, keyTile} {
+			e := make([][4]float32, nk)
+			offs := make([]int32, nk)
+			for i := range e {
+				for j := range e[i] {
+					e[i][j] = r.Float32()
+				}
+				offs[i] = int32(r.IntN(rows) * w)
+			}
+			const ldo = 613
+			o := randVec(r, 3*ldo+n)
+			want := append([]float32(nil), o...)
+			for i, off := range offs {
+				axpy4(want, ldo, &e[i], lat[off:], n)
+			}
+			axpyKeys4(o, ldo, e, lat, offs, n)
+			for i := range o {
+				if math.Float32bits(o[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d keys=%d: element %d is %g, one axpy4 per key gives %g", n, nk, i, o[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestPool: every chunk runs exactly once, on workers of the pool, for
 // chunk counts below, at and above the worker count.
 func TestPool(t *testing.T) {
