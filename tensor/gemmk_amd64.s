@@ -881,14 +881,48 @@ GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 	VMULPS      Z1, Z6, Z1; \
 	VFMADD231PS Z1, Z0, MACC
 
+// PARGS loads the arguments of a packed kernel: the weight row (SI), the
+// packed tile (R14) and the block count (CX). POUTS points DX at out and
+// holds the output stride in bytes in BX.
+#define PARGS \
+	MOVQ x+0(FP), SI; \
+	MOVQ q+8(FP), R14; \
+	MOVQ nb+16(FP), CX
+
+#define POUTS \
+	MOVQ out+24(FP), DX; \
+	MOVQ ldo+32(FP), BX; \
+	SHLQ $2, BX
+
+// Q4KPBLOCKS is the block loop (label lbl) of the packed Q4_K kernels of
+// eight tokens or fewer: CH multiplies a chunk with the tile's tokens, the
+// products d·dy of its tokens go to 0(SP) (DY1 and DY15: Y1 and Y15 for
+// eight, X1 and X15 for four or two), and ENDS ends their blocks.
+#define Q4KPBLOCKS(lbl, CH, DY1, DY15, ENDS) \
+lbl: \
+	BLOCKQ4KP; \
+	CHUNKS4(CH); \
+	VMULPS  2432(R14), DY15, DY1; \
+	VMOVUPS DY1, 0(SP); \
+	ENDS; \
+	ADDQ    $144, SI; \
+	ADDQ    $PACKB, R14; \
+	DECQ    CX; \
+	JNZ     lbl
+
+// ENDS8Q4P ends the block for the eight tokens: lanes times d·dy into
+// their float accumulators, and the min terms of tokens 0-3 and 4-7.
+#define ENDS8Q4P \
+	TOK8Q4(E8Q4KP); \
+	MINS8P(2304, Z30, Z28); \
+	MINS8P(2368, Z31, Z29)
+
 // func gemmQ4KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 //
 // The min accumulators of tokens 0-3 and 4-7 live in Z28 and Z29, a token
 // per 128-bit lane, and go to 16k(SP) for the final sums; y is not read.
 TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD  Z20, Z20, Z20
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
@@ -903,25 +937,10 @@ TEXT ·gemmQ4KQ8KAVX512x8p(SB), NOSPLIT, $128-40
 	VPBROADCASTD AX, Z14
 	VMOVDQU32 gemmPermDy<>+0(SB), Z30
 	VMOVDQU32 gemmPermDy<>+64(SB), Z31
-
-q4k8ploop:
-	BLOCKQ4KP
-	CHUNKS4(CHUNK8P)
-	VMULPS       2432(R14), Y15, Y1
-	VMOVUPS      Y1, 0(SP)
-	TOK8Q4(E8Q4KP)
-	MINS8P(2304, Z30, Z28)
-	MINS8P(2368, Z31, Z29)
-	ADDQ $144, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q4k8ploop
-
+	Q4KPBLOCKS(q4k8ploop, CHUNK8P, Y1, Y15, ENDS8Q4P)
 	VMOVUPS Z28, 0(SP)
 	VMOVUPS Z29, 64(SP)
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	POUTS
 	TOK8Q4(R8Q4K)
 	VZEROUPPER
 	RET
@@ -957,11 +976,55 @@ q4k8ploop:
 	VBROADCASTSS (4*k)(SP), Z0; \
 	VFMADD231PS  Z0, A, F
 
+// Q6KPMASKS sets the nibble and two-bit masks of the packed Q6_K kernels.
+#define Q6KPMASKS \
+	MOVL         $0x0F0F0F0F, AX; \
+	VPBROADCASTD AX, Z14; \
+	MOVL         $0x03030303, AX; \
+	VPBROADCASTD AX, Z12
+
+// DYQ6P forms the products d·dy of the tile's tokens at 0(SP), d from the
+// block broadcast in D13 (Y13 for eight tokens, X13 for four or two), D0
+// the product's register.
+#define DYQ6P(D13, D0) \
+	MOVWLZX      208(SI), AX; \
+	VMOVD        AX, X13; \
+	VCVTPH2PS    X13, X13; \
+	VBROADCASTSS X13, D13; \
+	VMULPS       2432(R14), D13, D0; \
+	VMOVUPS      D0, 0(SP)
+
+// Q6KPBLOCKS is the block loop (label lbl) of the packed Q6_K kernels of
+// eight tokens or fewer: CORR starts the tokens' lanes at the offset term,
+// HALF multiplies a half block with them, DYQ6P(D13, D0) forms their d·dy
+// and ENDS ends their blocks.
+#define Q6KPBLOCKS(lbl, CORR, HALF, D13, D0, ENDS) \
+lbl: \
+	BLOCKQ6KP; \
+	CORR; \
+	HALF(0, 128, 192, 4, 68); \
+	HALF(64, 160, 200, 132, 196); \
+	DYQ6P(D13, D0); \
+	ENDS; \
+	ADDQ $210, SI; \
+	ADDQ $PACKB, R14; \
+	DECQ CX; \
+	JNZ  lbl
+
+// ENDS8Q6P ends the block for the eight tokens.
+#define ENDS8Q6P \
+	E8Q6KP(0, Z16, Z24); \
+	E8Q6KP(1, Z17, Z25); \
+	E8Q6KP(2, Z18, Z26); \
+	E8Q6KP(3, Z19, Z27); \
+	E8Q6KP(4, Z20, Z28); \
+	E8Q6KP(5, Z21, Z29); \
+	E8Q6KP(6, Z22, Z30); \
+	E8Q6KP(7, Z23, Z31)
+
 // func gemmQ6KQ8KAVX512x8p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD Z24, Z24, Z24
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
@@ -970,38 +1033,9 @@ TEXT ·gemmQ6KQ8KAVX512x8p(SB), NOSPLIT, $32-40
 	VPXORD Z29, Z29, Z29
 	VPXORD Z30, Z30, Z30
 	VPXORD Z31, Z31, Z31
-	MOVL   $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	MOVL   $0x03030303, AX
-	VPBROADCASTD AX, Z12
-
-q6k8ploop:
-	BLOCKQ6KP
-	CORR8P(R14, Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23)
-	HALF8Q6P(0, 128, 192, 4, 68)
-	HALF8Q6P(64, 160, 200, 132, 196)
-	MOVWLZX   208(SI), AX
-	VMOVD     AX, X13
-	VCVTPH2PS X13, X13
-	VBROADCASTSS X13, Y13
-	VMULPS    2432(R14), Y13, Y0
-	VMOVUPS   Y0, 0(SP)
-	E8Q6KP(0, Z16, Z24)
-	E8Q6KP(1, Z17, Z25)
-	E8Q6KP(2, Z18, Z26)
-	E8Q6KP(3, Z19, Z27)
-	E8Q6KP(4, Z20, Z28)
-	E8Q6KP(5, Z21, Z29)
-	E8Q6KP(6, Z22, Z30)
-	E8Q6KP(7, Z23, Z31)
-	ADDQ $210, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q6k8ploop
-
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	Q6KPMASKS
+	Q6KPBLOCKS(q6k8ploop, CORR8P(R14, Y16, Y17, Y18, Y19, Y20, Y21, Y22, Y23), HALF8Q6P, Y13, Y0, ENDS8Q6P)
+	POUTS
 	TOK8Q6(R8Q6K)
 	VZEROUPPER
 	RET
@@ -1144,9 +1178,7 @@ q6kx2loop:
 
 // func gemmQ6KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x16p(SB), 0, $1088-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
@@ -1174,9 +1206,7 @@ q6k16ploop:
 	DECQ CX
 	JNZ  q6k16ploop
 
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	POUTS
 	R16Q6(0)
 	R16Q6(1)
 	R16Q6(2)
@@ -1257,9 +1287,7 @@ q6k16ploop:
 
 // func gemmQ4KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x16p(SB), 0, $1344-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	MOVQ  CX, DI
 	IMULQ $PACKB, DI
 	ADDQ  R14, DI
@@ -1292,9 +1320,7 @@ q4k16ploop:
 	VMOVUPS Z13, 1152(SP)
 	VMOVUPS Z7, 1216(SP)
 	VMOVUPS Z4, 1280(SP)
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	POUTS
 	R16Q4(0)
 	R16Q4(1)
 	R16Q4(2)
@@ -1342,39 +1368,40 @@ q4k16ploop:
 
 #define CHUNK2P(qoff, yoff, smem, OP) CHUNKQ4Z(TOKS2Q4P, qoff, yoff, smem, OP)
 
+// ENDS4Q4P and ENDS2Q4P end the block for tokens 0-3 (0-1): lanes times
+// d·dy into their float accumulators, and the min terms of tokens 0-3 (one
+// MINS8P; the lanes of tokens the tile does not have are never stored).
+#define ENDS4Q4P \
+	E8Q4KP(0, Z10, Z20); \
+	E8Q4KP(16, Z11, Z21); \
+	E8Q4KP(32, Z12, Z22); \
+	E8Q4KP(48, Z13, Z23); \
+	MINS8P(2304, Z30, Z28)
+
+#define ENDS2Q4P \
+	E8Q4KP(0, Z10, Z20); \
+	E8Q4KP(16, Z11, Z21); \
+	MINS8P(2304, Z30, Z28)
+
+// Q4KPSTART sets the mask and the dy permutation of the small packed Q4_K
+// kernels and zeroes their min accumulator.
+#define Q4KPSTART \
+	VPXORD       Z28, Z28, Z28; \
+	MOVL         $0x0F0F0F0F, AX; \
+	VPBROADCASTD AX, Z14; \
+	VMOVDQU32    gemmPermDy<>+0(SB), Z30
+
 // func gemmQ4KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x4p(SB), NOSPLIT, $64-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD  Z20, Z20, Z20
 	VPXORD  Z21, Z21, Z21
 	VPXORD  Z22, Z22, Z22
 	VPXORD  Z23, Z23, Z23
-	VPXORD  Z28, Z28, Z28
-	MOVL    $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	VMOVDQU32 gemmPermDy<>+0(SB), Z30
-
-q4k4ploop:
-	BLOCKQ4KP
-	CHUNKS4(CHUNK4P)
-	VMULPS       2432(R14), X15, X1
-	VMOVUPS      X1, 0(SP)
-	E8Q4KP(0, Z10, Z20)
-	E8Q4KP(16, Z11, Z21)
-	E8Q4KP(32, Z12, Z22)
-	E8Q4KP(48, Z13, Z23)
-	MINS8P(2304, Z30, Z28)
-	ADDQ $144, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q4k4ploop
-
+	Q4KPSTART
+	Q4KPBLOCKS(q4k4ploop, CHUNK4P, X1, X15, ENDS4Q4P)
 	VMOVUPS Z28, 0(SP)
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	POUTS
 	R8Q4K(0, Z10, Z20)
 	R8Q4K(16, Z11, Z21)
 	R8Q4K(32, Z12, Z22)
@@ -1384,33 +1411,13 @@ q4k4ploop:
 
 // func gemmQ4KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512x2p(SB), NOSPLIT, $64-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD  Z20, Z20, Z20
 	VPXORD  Z21, Z21, Z21
-	VPXORD  Z28, Z28, Z28
-	MOVL    $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	VMOVDQU32 gemmPermDy<>+0(SB), Z30
-
-q4k2ploop:
-	BLOCKQ4KP
-	CHUNKS4(CHUNK2P)
-	VMULPS       2432(R14), X15, X1
-	VMOVUPS      X1, 0(SP)
-	E8Q4KP(0, Z10, Z20)
-	E8Q4KP(16, Z11, Z21)
-	MINS8P(2304, Z30, Z28)
-	ADDQ $144, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q4k2ploop
-
+	Q4KPSTART
+	Q4KPBLOCKS(q4k2ploop, CHUNK2P, X1, X15, ENDS2Q4P)
 	VMOVUPS Z28, 0(SP)
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	POUTS
 	R8Q4K(0, Z10, Z20)
 	R8Q4K(16, Z11, Z21)
 	VZEROUPPER
@@ -1434,50 +1441,39 @@ q4k2ploop:
 #define HALF4Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS4Q6P, qlo, qho, sco, yo, yo64)
 #define HALF2Q6P(qlo, qho, sco, yo, yo64) HALFQ6Z(TOKS2Q6P, qlo, qho, sco, yo, yo64)
 
-// DYQ6P forms the products d·dy of tokens 0-3 at 0(SP), d from the block.
-#define DYQ6P \
-	MOVWLZX      208(SI), AX; \
-	VMOVD        AX, X13; \
-	VCVTPH2PS    X13, X13; \
-	VBROADCASTSS X13, X13; \
-	VMULPS       2432(R14), X13, X0; \
-	VMOVUPS      X0, 0(SP)
+// CORR4P and CORR2P start the lanes of tokens 0-3 (0-1) at the offset
+// term, as CORR8P.
+#define CORR4P \
+	VPMADDWD 2048(R14), Y15, Y16; \
+	VPMADDWD 2080(R14), Y15, Y17; \
+	VPMADDWD 2112(R14), Y15, Y18; \
+	VPMADDWD 2144(R14), Y15, Y19
+
+#define CORR2P \
+	VPMADDWD 2048(R14), Y15, Y16; \
+	VPMADDWD 2080(R14), Y15, Y17
+
+// ENDS4Q6P and ENDS2Q6P end the block for tokens 0-3 (0-1).
+#define ENDS4Q6P \
+	E8Q6KP(0, Z16, Z24); \
+	E8Q6KP(1, Z17, Z25); \
+	E8Q6KP(2, Z18, Z26); \
+	E8Q6KP(3, Z19, Z27)
+
+#define ENDS2Q6P \
+	E8Q6KP(0, Z16, Z24); \
+	E8Q6KP(1, Z17, Z25)
 
 // func gemmQ6KQ8KAVX512x4p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x4p(SB), NOSPLIT, $32-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD Z24, Z24, Z24
 	VPXORD Z25, Z25, Z25
 	VPXORD Z26, Z26, Z26
 	VPXORD Z27, Z27, Z27
-	MOVL   $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	MOVL   $0x03030303, AX
-	VPBROADCASTD AX, Z12
-
-q6k4ploop:
-	BLOCKQ6KP
-	VPMADDWD 2048(R14), Y15, Y16
-	VPMADDWD 2080(R14), Y15, Y17
-	VPMADDWD 2112(R14), Y15, Y18
-	VPMADDWD 2144(R14), Y15, Y19
-	HALF4Q6P(0, 128, 192, 4, 68)
-	HALF4Q6P(64, 160, 200, 132, 196)
-	DYQ6P
-	E8Q6KP(0, Z16, Z24)
-	E8Q6KP(1, Z17, Z25)
-	E8Q6KP(2, Z18, Z26)
-	E8Q6KP(3, Z19, Z27)
-	ADDQ $210, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q6k4ploop
-
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	Q6KPMASKS
+	Q6KPBLOCKS(q6k4ploop, CORR4P, HALF4Q6P, X13, X0, ENDS4Q6P)
+	POUTS
 	R8Q6K(Z16, Z24)
 	R8Q6K(Z17, Z25)
 	R8Q6K(Z18, Z26)
@@ -1487,33 +1483,12 @@ q6k4ploop:
 
 // func gemmQ6KQ8KAVX512x2p(x, q *byte, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512x2p(SB), NOSPLIT, $32-40
-	MOVQ x+0(FP), SI
-	MOVQ q+8(FP), R14
-	MOVQ nb+16(FP), CX
+	PARGS
 	VPXORD Z24, Z24, Z24
 	VPXORD Z25, Z25, Z25
-	MOVL   $0x0F0F0F0F, AX
-	VPBROADCASTD AX, Z14
-	MOVL   $0x03030303, AX
-	VPBROADCASTD AX, Z12
-
-q6k2ploop:
-	BLOCKQ6KP
-	VPMADDWD 2048(R14), Y15, Y16
-	VPMADDWD 2080(R14), Y15, Y17
-	HALF2Q6P(0, 128, 192, 4, 68)
-	HALF2Q6P(64, 160, 200, 132, 196)
-	DYQ6P
-	E8Q6KP(0, Z16, Z24)
-	E8Q6KP(1, Z17, Z25)
-	ADDQ $210, SI
-	ADDQ $PACKB, R14
-	DECQ CX
-	JNZ  q6k2ploop
-
-	MOVQ out+24(FP), DX
-	MOVQ ldo+32(FP), BX
-	SHLQ $2, BX
+	Q6KPMASKS
+	Q6KPBLOCKS(q6k2ploop, CORR2P, HALF2Q6P, X13, X0, ENDS2Q6P)
+	POUTS
 	R8Q6K(Z16, Z24)
 	R8Q6K(Z17, Z25)
 	VZEROUPPER

@@ -1,18 +1,14 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "rows_amd64.h"
 
 // AVX-512 versions of dot4AVX2, dot1AVX2 and axpy4AVX2: n is a multiple
 // of 16; dot1 does exactly what one row of dot4 does.
 
 // func dot4AVX512(q *float32, ldq int, k *float32, n int, out *float32)
 TEXT ·dot4AVX512(SB), NOSPLIT, $0-40
-	MOVQ   q+0(FP), DI
-	MOVQ   ldq+8(FP), AX
-	SHLQ   $2, AX
-	LEAQ   (DI)(AX*1), R8
-	LEAQ   (R8)(AX*1), R9
-	LEAQ   (R9)(AX*1), R10
+	ROWS4(q+0(FP), ldq+8(FP))
 	MOVQ   k+16(FP), SI
 	MOVQ   n+24(FP), CX
 	VXORPS Z0, Z0, Z0
@@ -131,12 +127,7 @@ reduce:
 
 // func axpy4AVX512(o *float32, ldo int, e *float32, c *float32, n int)
 TEXT ·axpy4AVX512(SB), NOSPLIT, $0-40
-	MOVQ         o+0(FP), DI
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $2, AX
-	LEAQ         (DI)(AX*1), R8
-	LEAQ         (R8)(AX*1), R9
-	LEAQ         (R9)(AX*1), R10
+	ROWS4(o+0(FP), ldo+8(FP))
 	MOVQ         e+16(FP), DX
 	VBROADCASTSS (DX), Z0
 	VBROADCASTSS 4(DX), Z1
@@ -199,12 +190,7 @@ done:
 // all the keys, where axpy4 loads and stores them once per key (four
 // stores per four multiply-adds bound it).
 TEXT ·axpyKeys4AVX512(SB), NOSPLIT, $0-56
-	MOVQ o+0(FP), DI
-	MOVQ ldo+8(FP), AX
-	SHLQ $2, AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
+	ROWS4(o+0(FP), ldo+8(FP))
 	MOVQ lat+24(FP), SI
 	MOVQ n+48(FP), R12
 	SHLQ $2, R12                   // columns in bytes

@@ -1,16 +1,12 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "rows_amd64.h"
 
 // func dot4AVX2(q *float32, ldq int, k *float32, n int, out *float32)
 // out[j] = Σ_{i<n} q[j·ldq + i]·k[i] for j < 4; n is a multiple of 8.
 TEXT ·dot4AVX2(SB), NOSPLIT, $0-40
-	MOVQ   q+0(FP), DI
-	MOVQ   ldq+8(FP), AX
-	SHLQ   $2, AX
-	LEAQ   (DI)(AX*1), R8
-	LEAQ   (R8)(AX*1), R9
-	LEAQ   (R9)(AX*1), R10
+	ROWS4(q+0(FP), ldq+8(FP))
 	MOVQ   k+16(FP), SI
 	MOVQ   n+24(FP), CX
 	VXORPS Y0, Y0, Y0
@@ -84,12 +80,7 @@ reduce:
 // func axpy4AVX2(o *float32, ldo int, e *float32, c *float32, n int)
 // o[j·ldo + i] += e[j]·c[i] for j < 4, i < n; n is a multiple of 8.
 TEXT ·axpy4AVX2(SB), NOSPLIT, $0-40
-	MOVQ         o+0(FP), DI
-	MOVQ         ldo+8(FP), AX
-	SHLQ         $2, AX
-	LEAQ         (DI)(AX*1), R8
-	LEAQ         (R8)(AX*1), R9
-	LEAQ         (R9)(AX*1), R10
+	ROWS4(o+0(FP), ldo+8(FP))
 	MOVQ         e+16(FP), DX
 	VBROADCASTSS (DX), Y0
 	VBROADCASTSS 4(DX), Y1
