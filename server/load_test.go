@@ -75,6 +75,46 @@ func metricsOf(t testing.TB, ts *testServer) map[string]float64 {
 
 // TestDisconnect: a client that goes away mid-stream frees its slot at the
 // next step, and the next request gets it.
+// TestConcurrentSampling: the sequences of a decode step sample in
+// parallel, each with its own seeded sampler; sampled replies and their
+// log-probabilities are those of the same requests run alone.
+func TestConcurrentSampling(t *testing.T) {
+	const n = 12
+	ts := newTestServer(t, func(c *Config) { c.Parallel = n; c.QueueSize = n; c.ContextSize = 128 }, nil)
+	params := make([]openai.ChatCompletionNewParams, n)
+	for i := range params {
+		params[i] = openai.ChatCompletionNewParams{
+			Model: testModelID, Messages: userMsg(fmt.Sprintf("Tell me about %d", i)), MaxTokens: openai.Int(6),
+			Temperature: openai.Float(0.9), TopP: openai.Float(0.95), Seed: openai.Int(int64(100 + i)),
+			LogitBias: eogBias(ts.tok), Logprobs: openai.Bool(true), TopLogprobs: openai.Int(2),
+		}
+	}
+	alone := make([]reply, n)
+	for i, p := range params {
+		alone[i] = chatOnce(t, ts, p)
+	}
+	together := make([]reply, n)
+	var wg sync.WaitGroup
+	for i, p := range params {
+		wg.Go(func() { together[i] = chatStream(t, ts, p) })
+	}
+	wg.Wait()
+	for i := range n {
+		a, b := alone[i], together[i]
+		if a.reasoning+a.content != b.reasoning+b.content || len(a.logprobs) != 6 || len(b.logprobs) != 6 {
+			t.Fatalf("request %d: alone %q (%d logprobs), concurrent %q (%d logprobs)", i,
+				a.reasoning+a.content, len(a.logprobs), b.reasoning+b.content, len(b.logprobs))
+		}
+		for j := range a.logprobs {
+			x, y := a.logprobs[j], b.logprobs[j]
+			if x.Token != y.Token || x.Logprob != y.Logprob || len(x.TopLogprobs) != 2 || len(y.TopLogprobs) != 2 ||
+				x.TopLogprobs[1].Token != y.TopLogprobs[1].Token {
+				t.Fatalf("request %d, token %d: alone %+v, concurrent %+v", i, j, x, y)
+			}
+		}
+	}
+}
+
 func TestDisconnect(t *testing.T) {
 	ts := newTestServer(t, func(c *Config) { c.Parallel = 1; c.ContextSize = 4096 }, nil)
 	ctx, cancel := context.WithCancel(context.Background())
