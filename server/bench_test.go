@@ -107,7 +107,8 @@ type benchDecoder struct {
 	st       Stepper
 	sessions []*model.Session
 	tokens   []int32
-	greedy   *sample.Sampler
+	samplers []*sample.Sampler // greedy, one per sequence as in the server
+	errs     []error
 }
 
 const benchPrompt, benchCtx = 64, 256
@@ -122,9 +123,12 @@ func newBenchDecoder(b *testing.B, m *model.Model, st Stepper, n int) *benchDeco
 		b.Cleanup(func() { s.Close() })
 		d.sessions[i] = s
 	}
-	var err error
-	if d.greedy, err = sample.New(sample.Options{}); err != nil {
-		b.Fatal(err)
+	d.samplers, d.errs = make([]*sample.Sampler, n), make([]error, n)
+	for i := range d.samplers {
+		var err error
+		if d.samplers[i], err = sample.New(sample.Options{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	d.reset()
 	return d
@@ -150,15 +154,15 @@ func (d *benchDecoder) reset() {
 func (d *benchDecoder) full() bool { return d.sessions[0].Pos() >= benchCtx-1 }
 
 // step runs one decode step and picks every session's next token as the
-// scheduler does for a temperature-0 request.
+// scheduler does for temperature-0 requests (in parallel, forEach).
 func (d *benchDecoder) step() {
 	logits, errs := d.st.Step(d.sessions, d.tokens)
 	if errs != nil {
 		d.b.Fatal(errs)
 	}
-	for i, l := range logits {
-		var err error
-		if d.tokens[i], err = d.greedy.Sample(l); err != nil {
+	forEach(len(logits), func(i int) { d.tokens[i], d.errs[i] = d.samplers[i].Sample(logits[i]) })
+	for _, err := range d.errs {
+		if err != nil {
 			d.b.Fatal(err)
 		}
 	}
