@@ -26,17 +26,7 @@ func TestConcurrentStreams(t *testing.T) {
 			MaxTokens: openai.Int(int64(4 + i%8)), Temperature: openai.Float(0),
 		}
 	}
-	alone := make([]reply, n)
-	for i, p := range params {
-		alone[i] = chatOnce(t, ts, p)
-	}
-
-	together := make([]reply, n)
-	var wg sync.WaitGroup
-	for i, p := range params {
-		wg.Go(func() { together[i] = chatStream(t, ts, p) })
-	}
-	wg.Wait()
+	alone, together := aloneAndTogether(t, ts, params)
 	for i := range n {
 		a, b := alone[i], together[i]
 		if a.content != b.content || a.reasoning != b.reasoning || a.finish != b.finish || a.usage.CompletionTokens != b.usage.CompletionTokens {
@@ -75,6 +65,23 @@ func metricsOf(t testing.TB, ts *testServer) map[string]float64 {
 
 // TestDisconnect: a client that goes away mid-stream frees its slot at the
 // next step, and the next request gets it.
+// aloneAndTogether runs every request of params alone (not streamed), one
+// after the other, then all at once, streamed, and returns both replies.
+func aloneAndTogether(t *testing.T, ts *testServer, params []openai.ChatCompletionNewParams) (alone, together []reply) {
+	t.Helper()
+	alone = make([]reply, len(params))
+	for i, p := range params {
+		alone[i] = chatOnce(t, ts, p)
+	}
+	together = make([]reply, len(params))
+	var wg sync.WaitGroup
+	for i, p := range params {
+		wg.Go(func() { together[i] = chatStream(t, ts, p) })
+	}
+	wg.Wait()
+	return alone, together
+}
+
 // TestConcurrentSampling: the sequences of a decode step sample in
 // parallel, each with its own seeded sampler; sampled replies and their
 // log-probabilities are those of the same requests run alone.
@@ -89,16 +96,7 @@ func TestConcurrentSampling(t *testing.T) {
 			LogitBias: eogBias(ts.tok), Logprobs: openai.Bool(true), TopLogprobs: openai.Int(2),
 		}
 	}
-	alone := make([]reply, n)
-	for i, p := range params {
-		alone[i] = chatOnce(t, ts, p)
-	}
-	together := make([]reply, n)
-	var wg sync.WaitGroup
-	for i, p := range params {
-		wg.Go(func() { together[i] = chatStream(t, ts, p) })
-	}
-	wg.Wait()
+	alone, together := aloneAndTogether(t, ts, params)
 	for i := range n {
 		a, b := alone[i], together[i]
 		if a.reasoning+a.content != b.reasoning+b.content || len(a.logprobs) != 6 || len(b.logprobs) != 6 {
