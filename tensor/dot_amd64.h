@@ -21,6 +21,23 @@
 	VMOVSHDUP X, T; \
 	VADDSS T, X, X
 
+// KSUB leaves hsum(Y0) − hsum(X1) in the low float of X0, using X2 as
+// scratch: the end of a K-quant dot product with min terms (Q4_K, Q5_K),
+// the block sums in Y0 less the min terms in X1. KSUBZ first folds the
+// upper half of Z0 into Y0, as the AVX-512 kernels' accumulators are.
+#define KSUB \
+	HSUM(Y0, X0, X2); \
+	VMOVHLPS  X1, X1, X2; \
+	VADDPS    X2, X1, X1; \
+	VMOVSHDUP X1, X2; \
+	VADDSS    X2, X1, X1; \
+	VSUBSS    X1, X0, X0
+
+#define KSUBZ \
+	VEXTRACTF64X4 $1, Z0, Y2; \
+	VADDPS        Y2, Y0, Y0; \
+	KSUB
+
 // DOTPF is how far ahead of the block being computed the quantized kernels
 // prefetch weight bytes (PREFETCHT0 on every line as they go): a single
 // token's product streams its weight rows from memory, one after the other,

@@ -170,12 +170,7 @@ GLOBL dotXS32<>(SB), RODATA|NOPTR, $32
 
 // KEND stores hsum(Y0) − hsum(X1) as the result.
 #define KEND \
-	HSUM(Y0, X0, X2); \
-	VMOVHLPS X1, X1, X2; \
-	VADDPS X2, X1, X1; \
-	VMOVSHDUP X1, X2; \
-	VADDSS X2, X1, X1; \
-	VSUBSS X1, X0, X0; \
+	KSUB; \
 	VMOVSS X0, ret+24(FP); \
 	VZEROUPPER; \
 	RET

@@ -200,12 +200,7 @@ GLOBL gemmBit0<>(SB), RODATA|NOPTR, $32
 #define RES4(acc, macc) \
 	VMOVUPS   acc(SP), Y0; \
 	VMOVUPS   macc(SP), X1; \
-	HSUM(Y0, X0, X2); \
-	VMOVHLPS  X1, X1, X2; \
-	VADDPS    X2, X1, X1; \
-	VMOVSHDUP X1, X2; \
-	VADDSS    X2, X1, X1; \
-	VSUBSS    X1, X0, X0; \
+	KSUB; \
 	VMOVSS    X0, (DX); \
 	ADDQ      BX, DX
 
@@ -456,16 +451,31 @@ q5kloop:
 #define RES4Z(ACC, MACC) \
 	VMOVAPS       ACC, Z0; \
 	VMOVAPS       MACC, X1; \
-	VEXTRACTF64X4 $1, Z0, Y2; \
-	VADDPS        Y2, Y0, Y0; \
-	HSUM(Y0, X0, X2); \
-	VMOVHLPS      X1, X1, X2; \
-	VADDPS        X2, X1, X1; \
-	VMOVSHDUP     X1, X2; \
-	VADDSS        X2, X1, X1; \
-	VSUBSS        X1, X0, X0; \
+	KSUBZ; \
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
+
+// Q4KZBLOCKS is the block loop (label lbl) of the in-place Q4_K kernels:
+// CH multiplies a chunk with the tile's tokens, ENDS ends their blocks.
+#define Q4KZBLOCKS(lbl, CH, ENDS) \
+lbl: \
+	BLOCKQ4KZ; \
+	CHUNKS4(CH); \
+	ENDS; \
+	NEXT(144); \
+	DECQ CX; \
+	JNZ  lbl
+
+// ENDS4Q4Z and ENDS2Q4Z end the block for the four (two) tokens.
+#define ENDS4Q4Z \
+	END4Z(DI, Z10, Z16, X20); \
+	END4Z(R11, Z11, Z17, X21); \
+	END4Z(R12, Z12, Z18, X22); \
+	END4Z(R13, Z13, Z19, X23)
+
+#define ENDS2Q4Z \
+	END4Z(DI, Z10, Z16, X20); \
+	END4Z(R11, Z11, Z17, X21)
 
 // func gemmQ4KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
@@ -481,16 +491,7 @@ TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
 	MOVL   $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
-q4kzloop:
-	BLOCKQ4KZ
-	CHUNKS4(CHUNK4Z)
-	END4Z(DI, Z10, Z16, X20)
-	END4Z(R11, Z11, Z17, X21)
-	END4Z(R12, Z12, Z18, X22)
-	END4Z(R13, Z13, Z19, X23)
-	NEXT(144)
-	DECQ CX
-	JNZ  q4kzloop
+	Q4KZBLOCKS(q4kzloop, CHUNK4Z, ENDS4Q4Z)
 
 	OUTS
 	RES4Z(Z16, X20)
@@ -690,6 +691,49 @@ q6kloop:
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
+// Q6KZBLOCKS is the block loop (label lbl) of the in-place Q6_K kernels:
+// CORRS starts the tokens' lanes at the offset term, HALF(qlo, qho, sco,
+// yo) multiplies a half block with them, ENDS ends their blocks (d in X13).
+#define Q6KZBLOCKS(lbl, CORRS, HALF, ENDS) \
+lbl: \
+	PREFETCHT0 (DOTPF+0)(SI); \
+	PREFETCHT0 (DOTPF+64)(SI); \
+	PREFETCHT0 (DOTPF+128)(SI); \
+	PREFETCHT0 (DOTPF+192)(SI); \
+	VPMOVSXBW  192(SI), Y15; \
+	CORRS; \
+	HALF(0, 128, 192, 4); \
+	HALF(64, 160, 200, 132); \
+	MOVWLZX    208(SI), AX; \
+	VMOVD      AX, X13; \
+	VCVTPH2PS  X13, X13; \
+	ENDS; \
+	NEXT(210); \
+	DECQ CX; \
+	JNZ  lbl
+
+// CORRS4Z, ENDS4Q6Z (and the two-token CORRS2Z, ENDS2Q6Z) start and end
+// the block for the four (two) tokens.
+#define CORRS4Z \
+	CORR6Z(DI, Z20); \
+	CORR6Z(R11, Z21); \
+	CORR6Z(R12, Z22); \
+	CORR6Z(R13, Z23)
+
+#define CORRS2Z \
+	CORR6Z(DI, Z20); \
+	CORR6Z(R11, Z21)
+
+#define ENDS4Q6Z \
+	END6Z(DI, Z20, Z16); \
+	END6Z(R11, Z21, Z17); \
+	END6Z(R12, Z22, Z18); \
+	END6Z(R13, Z23, Z19)
+
+#define ENDS2Q6Z \
+	END6Z(DI, Z20, Z16); \
+	END6Z(R11, Z21, Z17)
+
 // func gemmQ6KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ6KQ8KAVX512(SB), NOSPLIT, $0-48
 	ARGS
@@ -702,28 +746,7 @@ TEXT ·gemmQ6KQ8KAVX512(SB), NOSPLIT, $0-48
 	MOVL   $0x03030303, AX
 	VPBROADCASTD AX, Z12
 
-q6kzloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	VPMOVSXBW 192(SI), Y15
-	CORR6Z(DI, Z20)
-	CORR6Z(R11, Z21)
-	CORR6Z(R12, Z22)
-	CORR6Z(R13, Z23)
-	HALF6Z(0, 128, 192, 4)
-	HALF6Z(64, 160, 200, 132)
-	MOVWLZX   208(SI), AX
-	VMOVD     AX, X13
-	VCVTPH2PS X13, X13
-	END6Z(DI, Z20, Z16)
-	END6Z(R11, Z21, Z17)
-	END6Z(R12, Z22, Z18)
-	END6Z(R13, Z23, Z19)
-	NEXT(210)
-	DECQ CX
-	JNZ  q6kzloop
+	Q6KZBLOCKS(q6kzloop, CORRS4Z, HALF6Z, ENDS4Q6Z)
 
 	OUTS
 	RES6Z(Z16)
@@ -766,14 +789,7 @@ q6kzloop:
 #define R8Q4K(m, A, F) \
 	VMOVAPS       F, Z0; \
 	VMOVUPS       m(SP), X1; \
-	VEXTRACTF64X4 $1, Z0, Y2; \
-	VADDPS        Y2, Y0, Y0; \
-	HSUM(Y0, X0, X2); \
-	VMOVHLPS      X1, X1, X2; \
-	VADDPS        X2, X1, X1; \
-	VMOVSHDUP     X1, X2; \
-	VADDSS        X2, X1, X1; \
-	VSUBSS        X1, X0, X0; \
+	KSUBZ; \
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 
@@ -1062,14 +1078,7 @@ TEXT ·gemmQ4KQ8KAVX512x2(SB), NOSPLIT, $0-48
 	MOVL   $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
-q4kx2loop:
-	BLOCKQ4KZ
-	CHUNKS4(CHUNK2Z)
-	END4Z(DI, Z10, Z16, X20)
-	END4Z(R11, Z11, Z17, X21)
-	NEXT(144)
-	DECQ CX
-	JNZ  q4kx2loop
+	Q4KZBLOCKS(q4kx2loop, CHUNK2Z, ENDS2Q4Z)
 
 	OUTS
 	RES4Z(Z16, X20)
@@ -1097,24 +1106,7 @@ TEXT ·gemmQ6KQ8KAVX512x2(SB), NOSPLIT, $0-48
 	MOVL   $0x03030303, AX
 	VPBROADCASTD AX, Z12
 
-q6kx2loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	VPMOVSXBW 192(SI), Y15
-	CORR6Z(DI, Z20)
-	CORR6Z(R11, Z21)
-	HALF6Z2(0, 128, 192, 4)
-	HALF6Z2(64, 160, 200, 132)
-	MOVWLZX   208(SI), AX
-	VMOVD     AX, X13
-	VCVTPH2PS X13, X13
-	END6Z(DI, Z20, Z16)
-	END6Z(R11, Z21, Z17)
-	NEXT(210)
-	DECQ CX
-	JNZ  q6kx2loop
+	Q6KZBLOCKS(q6kx2loop, CORRS2Z, HALF6Z2, ENDS2Q6Z)
 
 	OUTS
 	RES6Z(Z16)
@@ -1274,14 +1266,7 @@ q6k16ploop:
 #define R16Q4(k) \
 	VMOVUPS       (64+64*k)(SP), Z0; \
 	VMOVUPS       (1088+16*k)(SP), X1; \
-	VEXTRACTF64X4 $1, Z0, Y2; \
-	VADDPS        Y2, Y0, Y0; \
-	HSUM(Y0, X0, X2); \
-	VMOVHLPS      X1, X1, X2; \
-	VADDPS        X2, X1, X1; \
-	VMOVSHDUP     X1, X2; \
-	VADDSS        X2, X1, X1; \
-	VSUBSS        X1, X0, X0; \
+	KSUBZ; \
 	VMOVSS        X0, (DX); \
 	ADDQ          BX, DX
 

@@ -181,6 +181,30 @@ loop:
 done:
 	RET
 
+// OROWS applies M(mem, reg) to 64 columns (at byte offset R13) of the four
+// output rows DI, R8, R9, R10 and the registers Z0-Z15 that hold them;
+// LOADZ and STOREZ move them in and out.
+#define OROWS(M) \
+	M(0(DI)(R13*1), Z0) \
+	M(64(DI)(R13*1), Z1) \
+	M(128(DI)(R13*1), Z2) \
+	M(192(DI)(R13*1), Z3) \
+	M(0(R8)(R13*1), Z4) \
+	M(64(R8)(R13*1), Z5) \
+	M(128(R8)(R13*1), Z6) \
+	M(192(R8)(R13*1), Z7) \
+	M(0(R9)(R13*1), Z8) \
+	M(64(R9)(R13*1), Z9) \
+	M(128(R9)(R13*1), Z10) \
+	M(192(R9)(R13*1), Z11) \
+	M(0(R10)(R13*1), Z12) \
+	M(64(R10)(R13*1), Z13) \
+	M(128(R10)(R13*1), Z14) \
+	M(192(R10)(R13*1), Z15)
+
+#define LOADZ(m, r) VMOVUPS m, r
+#define STOREZ(m, r) VMOVUPS r, m
+
 // func axpyKeys4AVX512(o *float32, ldo int, e *[4]float32, lat *float32, offs *int32, nk, n int)
 //
 // For each key i < nk, in order, adds e[i][j]·lat[offs[i]+d] to
@@ -199,22 +223,7 @@ TEXT ·axpyKeys4AVX512(SB), NOSPLIT, $0-56
 cols:
 	CMPQ    R13, R12
 	JGE     kdone
-	VMOVUPS (DI)(R13*1), Z0
-	VMOVUPS 64(DI)(R13*1), Z1
-	VMOVUPS 128(DI)(R13*1), Z2
-	VMOVUPS 192(DI)(R13*1), Z3
-	VMOVUPS (R8)(R13*1), Z4
-	VMOVUPS 64(R8)(R13*1), Z5
-	VMOVUPS 128(R8)(R13*1), Z6
-	VMOVUPS 192(R8)(R13*1), Z7
-	VMOVUPS (R9)(R13*1), Z8
-	VMOVUPS 64(R9)(R13*1), Z9
-	VMOVUPS 128(R9)(R13*1), Z10
-	VMOVUPS 192(R9)(R13*1), Z11
-	VMOVUPS (R10)(R13*1), Z12
-	VMOVUPS 64(R10)(R13*1), Z13
-	VMOVUPS 128(R10)(R13*1), Z14
-	VMOVUPS 192(R10)(R13*1), Z15
+	OROWS(LOADZ)
 	MOVQ    e+16(FP), DX
 	MOVQ    offs+32(FP), BX
 	MOVQ    nk+40(FP), CX
@@ -252,22 +261,7 @@ keys:
 	DECQ         CX
 	JNZ          keys
 
-	VMOVUPS Z0, (DI)(R13*1)
-	VMOVUPS Z1, 64(DI)(R13*1)
-	VMOVUPS Z2, 128(DI)(R13*1)
-	VMOVUPS Z3, 192(DI)(R13*1)
-	VMOVUPS Z4, (R8)(R13*1)
-	VMOVUPS Z5, 64(R8)(R13*1)
-	VMOVUPS Z6, 128(R8)(R13*1)
-	VMOVUPS Z7, 192(R8)(R13*1)
-	VMOVUPS Z8, (R9)(R13*1)
-	VMOVUPS Z9, 64(R9)(R13*1)
-	VMOVUPS Z10, 128(R9)(R13*1)
-	VMOVUPS Z11, 192(R9)(R13*1)
-	VMOVUPS Z12, (R10)(R13*1)
-	VMOVUPS Z13, 64(R10)(R13*1)
-	VMOVUPS Z14, 128(R10)(R13*1)
-	VMOVUPS Z15, 192(R10)(R13*1)
+	OROWS(STOREZ)
 	ADDQ    $256, R13
 	JMP     cols
 
