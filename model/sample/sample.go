@@ -157,6 +157,10 @@ func (s *Sampler) penalties() bool {
 	return o.PenaltyLastN != 0 && (o.RepeatPenalty != 1 || o.FrequencyPenalty != 0 || o.PresencePenalty != 0)
 }
 
+// penalizing reports whether the penalties change the next logits: they
+// are on and have accepted tokens to count.
+func (s *Sampler) penalizing() bool { return s.penalties() && len(s.history) > 0 }
+
 // Accept records a token of the sequence (prompt or generated) for the
 // penalties. Ids outside the vocabulary are recorded but never penalised.
 func (s *Sampler) Accept(id int32) {
@@ -182,7 +186,7 @@ func (s *Sampler) Reset() {
 // Sample returns the next token for logits (one per vocabulary entry),
 // which it does not modify. It does not Accept the token.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
-	if s.opts.Temperature <= 0 && len(s.biases) == 0 && !(s.penalties() && len(s.history) > 0) {
+	if s.opts.Temperature <= 0 && len(s.biases) == 0 && !s.penalizing() {
 		return greedy(logits)
 	}
 	if err := s.adjust(logits); err != nil {
@@ -253,7 +257,7 @@ func (s *Sampler) adjust(logits []float32) error {
 			return fmt.Errorf("sample: logit of token %d overflows to %v after its bias", b.id, v)
 		}
 	}
-	if s.penalties() && len(s.history) > 0 {
+	if s.penalizing() {
 		return s.applyPenalties()
 	}
 	return nil
