@@ -427,6 +427,14 @@ q5kloop:
 // prefetch, the eight scales as int16 in every 128-bit lane (Z8), the mins
 // (X9), and (d, dmin) in X4.
 #define BLOCKQ4KZ \
+	SCALESQ4KZ; \
+	VMOVD      0(SI), X4; \
+	VCVTPH2PS  X4, X4
+
+// SCALESQ4KZ starts a Q4_K block of the AVX-512 tiles (in place and
+// packed): prefetch, the eight scales as int16 in every 128-bit lane (Z8)
+// and the eight mins as int16 in X9.
+#define SCALESQ4KZ \
 	PREFETCHT0 (DOTPF+0)(SI); \
 	PREFETCHT0 (DOTPF+64)(SI); \
 	PREFETCHT0 (DOTPF+128)(SI); \
@@ -435,9 +443,7 @@ q5kloop:
 	VPMOVZXBW  X8, X8; \
 	VSHUFI32X4 $0, Z8, Z8, Z8; \
 	VMOVQ      R9, X9; \
-	VPMOVZXBW  X9, X9; \
-	VMOVD      0(SI), X4; \
-	VCVTPH2PS  X4, X4
+	VPMOVZXBW  X9, X9
 
 // END4Z adds token P's block (lanes A) to its accumulators ACC and MACC.
 #define END4Z(P, A, ACC, MACC) \
@@ -863,15 +869,7 @@ GLOBL gemmPermDy<>(SB), RODATA|NOPTR, $128
 // scales (Z8) and mins (Z9) as int16 in every 128-bit lane, d broadcast in
 // Z15 and dmin in Z6.
 #define BLOCKQ4KP \
-	PREFETCHT0   (DOTPF+0)(SI); \
-	PREFETCHT0   (DOTPF+64)(SI); \
-	PREFETCHT0   (DOTPF+128)(SI); \
-	SCALES6; \
-	VMOVQ        R8, X8; \
-	VPMOVZXBW    X8, X8; \
-	VSHUFI32X4   $0, Z8, Z8, Z8; \
-	VMOVQ        R9, X9; \
-	VPMOVZXBW    X9, X9; \
+	SCALESQ4KZ; \
 	VSHUFI32X4   $0, Z9, Z9, Z9; \
 	VMOVD        0(SI), X1; \
 	VCVTPH2PS    X1, X1; \
