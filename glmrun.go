@@ -36,6 +36,12 @@ type Options struct {
 	// activations quantized as ggml does and integer dot products on the
 	// quantized weights, the numbers of llama.cpp's own CPU path.
 	Exact bool
+	// BatchInvariant makes every product give each token the result it
+	// gets alone, bit for bit: prefill then computes what decoding token by
+	// token does, and a batched step what decoding one by one does. By
+	// default those agree within float rounding (as in llama.cpp and vLLM),
+	// and prompts and batches of sixteen or more tokens run faster.
+	BatchInvariant bool
 	// Progress, when set, makes Load read the weights once from the file
 	// (paging the memory map in, so the first tokens do not wait on the
 	// disk) and report the bytes read so far against the total.
@@ -117,6 +123,7 @@ func (m *Model) load() error {
 		Backend:        m.opts.Backend,
 		TensorParallel: m.opts.TensorParallel,
 		Fast:           !m.opts.Exact,
+		BatchInvariant: m.opts.BatchInvariant,
 	})
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)

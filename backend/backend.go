@@ -215,6 +215,15 @@ type Config struct {
 	// llama.cpp's quantized path). false keeps float32 activations, the
 	// exact path that the deq-F32 references check.
 	Fast bool
+	// BatchInvariant makes every fast product give each row (token) the
+	// result it gets alone, bit for bit, whatever the number of rows: a
+	// prompt's prefill then computes what decoding it token by token does,
+	// and a batched decode step what decoding the sequences one by one
+	// does. By default a backend may choose faster kernels whose results
+	// depend on the number of rows within float rounding (the CPU's
+	// sixteen-token tiles of Q4_K and Q6_K weights), as llama.cpp's and
+	// vLLM's do. Backends whose products never depend on it ignore it.
+	BatchInvariant bool
 }
 
 // OpenFunc opens a backend's devices and their collective.

@@ -18,8 +18,12 @@ import (
 // attention projections (attention.MLA.DecodeBatch); only the attention
 // over each session's own KV cache runs per session.
 //
-// Every row is computed exactly as Decode computes it, so the logits equal
-// those of decoding the sessions one by one. Sessions with a Hook or
+// Every row goes through the operations Decode runs, in the same order.
+// With Options.BatchInvariant the logits therefore equal those of decoding
+// the sessions one by one, bit for bit; by default the products of
+// sixteen or more rows may take faster tiles that add in another order, so
+// they agree within float rounding (greedy choices differ only where two
+// logits tie within it). Sessions with a Hook or
 // IDHook are decoded one by one, so that their hooks see their own
 // activations. On an error no session has advanced.
 func DecodeBatch(sessions []*Session, tokens []int32) ([][]float32, error) {
@@ -98,7 +102,8 @@ func decodeEach(dst []float32, sessions []*Session, tokens []int32) error {
 // activation rows [n, E] and the attention scratch live in the first
 // session's buffers; the attention of row i reads and grows session i's
 // cache. The phases and the order of the operations on every row are
-// forward's, so each row's result is too.
+// forward's, so each row's result is too (with batch-invariant products;
+// see DecodeBatch).
 func (m *Model) decodeBatch(logits []float32, sessions []*Session, tokens []int32) error {
 	c := &m.cfg
 	T, E := len(sessions), c.Embd

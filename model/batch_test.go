@@ -14,29 +14,52 @@ import (
 // deepseek2 model, and on a glm-dsa model with top_k 8 where some sessions
 // attend to a DSA selection and others (still short) to every key. Odd
 // steps go through DecodeBatchInto into one reused buffer, filled with NaN
-// first, so that every logit must be written.
+// first, so that every logit must be written. Batches of sixteen and more
+// sessions of K-quant weights bring in the tiles that add in another order:
+// with batch-invariant products still bit for bit. By default a product
+// differs by float rounding, and where that moves a later activation's
+// int8 rounding across its tie the logits move by 0.01-0.15 (as in
+// TestFastDense; measured 1.7 of logits up to 7 here, where a router
+// choice flipped too), and on these tiny models' flat logits a greedy
+// choice can flip with it; a session whose cache took such a step stays
+// apart after it. Measured: 17 of 68 rows past 1e-3 of their largest
+// logit and one changed greedy token on glm5-mini, 5 of 72 and none on
+// ds2-mini. The test wants at most a third of the rows past 1e-3 and a
+// sixteenth with another greedy token.
 func TestDecodeBatch(t *testing.T) {
 	for _, tc := range []struct {
-		model string
-		tp    int
-		fast  bool
+		model        string
+		tp           int
+		fast         bool
+		sessions     int
+		nonInvariant bool // default products, compared within rounding
 	}{
-		{"glm5-mini.Q8_0", 1, false},
-		{"glm5-mini.Q8_0", 2, false},
-		{"ds2-mini.Q8_0", 1, false},
-		{"glm5-mini.Q8_0", 1, true},
-		{"glm5-mini.Q4_K_M", 2, true},
-		{"ds2-mini.Q8_0", 1, true},
-		{"glm5-mini-sparse.Q8_0", 1, false},
-		{"glm5-mini-sparse.Q8_0", 2, true},
+		{"glm5-mini.Q8_0", 1, false, 5, false},
+		{"glm5-mini.Q8_0", 2, false, 5, false},
+		{"ds2-mini.Q8_0", 1, false, 5, false},
+		{"glm5-mini.Q8_0", 1, true, 5, false},
+		{"glm5-mini.Q4_K_M", 2, true, 5, false},
+		{"ds2-mini.Q8_0", 1, true, 5, false},
+		{"glm5-mini-sparse.Q8_0", 1, false, 5, false},
+		{"glm5-mini-sparse.Q8_0", 2, true, 5, false},
+		{"glm5-mini.Q4_K_M", 1, true, 17, false},
+		{"glm5-mini.Q4_K_M", 1, true, 17, true},
+		{"ds2-mini.Q4_K_M", 2, true, 18, true},
 	} {
-		t.Run(fmt.Sprintf("%s/tp%d/fast=%v", tc.model, tc.tp, tc.fast), func(t *testing.T) {
-			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2, Fast: tc.fast})
+		name := fmt.Sprintf("%s/tp%d/fast=%v/sessions=%d", tc.model, tc.tp, tc.fast, tc.sessions)
+		if tc.fast {
+			name += fmt.Sprintf("/invariant=%v", !tc.nonInvariant)
+		}
+		t.Run(name, func(t *testing.T) {
+			m, err := Load(modelPath(t, tc.model), Options{TensorParallel: tc.tp, Threads: 2, Fast: tc.fast, BatchInvariant: !tc.nonInvariant})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Close()
 			prompts := [][]int32{{1, 2, 3}, {7}, {40, 41, 42, 43, 44, 45, 46}, {9, 9}, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}}
+			for i := len(prompts); i < tc.sessions; i++ {
+				prompts = append(prompts, []int32{int32(i), int32(2 * i), int32(i%7 + 1)}[:1+i%3])
+			}
 			batch := make([]*Session, len(prompts))
 			alone := make([]*Session, len(prompts))
 			for i, p := range prompts {
@@ -49,7 +72,14 @@ func TestDecodeBatch(t *testing.T) {
 					}
 				}
 			}
-			tokens := []int32{5, 6, 7, 8, 9}
+			tokens := make([]int32, len(prompts))
+			for i := range tokens {
+				tokens[i] = int32(5 + i)
+			}
+			var worst float64
+			// (step, session) pairs; those whose logits moved past rounding,
+			// and those whose greedy token changed.
+			var pairs, moved, flips int
 			V := m.Config().VocabSize
 			dst := make([]float32, len(batch)*V)
 			for step := range 4 {
@@ -77,15 +107,39 @@ func TestDecodeBatch(t *testing.T) {
 					if len(got[i]) != len(want) {
 						t.Fatalf("step %d session %d: %d logits, want %d", step, i, len(got[i]), len(want))
 					}
-					for j := range want {
-						if math.Float32bits(got[i][j]) != math.Float32bits(want[j]) {
-							t.Fatalf("step %d session %d logit %d: batch %g, alone %g", step, i, j, got[i][j], want[j])
+					if tc.nonInvariant {
+						d, scale := 0.0, 0.0
+						for j := range want {
+							d = max(d, math.Abs(float64(got[i][j])-float64(want[j])))
+							scale = max(scale, math.Abs(float64(want[j])))
+						}
+						worst = max(worst, d/scale)
+						pairs++
+						if d > 1e-3*scale {
+							moved++
+						}
+						if argmax(got[i]) != argmax(want) {
+							flips++
+							t.Logf("step %d session %d: batch and alone choose %d and %d (logits differ by up to %g)",
+								step, i, argmax(got[i]), argmax(want), d)
+						}
+					} else {
+						for j := range want {
+							if math.Float32bits(got[i][j]) != math.Float32bits(want[j]) {
+								t.Fatalf("step %d session %d logit %d: batch %g, alone %g", step, i, j, got[i][j], want[j])
+							}
 						}
 					}
 					if batch[i].Pos() != s.Pos() {
 						t.Fatalf("step %d session %d: position %d, alone %d", step, i, batch[i].Pos(), s.Pos())
 					}
 					tokens[i] = int32(i*31+step*7) % 100
+				}
+			}
+			if tc.nonInvariant {
+				t.Logf("largest difference, relative to the largest logit: %.2g; %d of %d rows moved past 1e-3 of it", worst, moved, pairs)
+				if moved > pairs/3 || flips > pairs/16 {
+					t.Errorf("%d of %d rows moved past 1e-3 of their largest logit, %d changed their greedy token", moved, pairs, flips)
 				}
 			}
 		})

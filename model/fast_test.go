@@ -10,7 +10,14 @@ import (
 // matrix products, split over tp devices.
 func loadFast(t *testing.T, name string, tp int) *Model {
 	t.Helper()
-	m, err := Load(modelPath(t, name), Options{Fast: true, TensorParallel: tp, Threads: 2})
+	return loadFastMode(t, name, tp, false)
+}
+
+// loadFastMode is loadFast with the products batch-invariant or not
+// (Options.BatchInvariant).
+func loadFastMode(t *testing.T, name string, tp int, invariant bool) *Model {
+	t.Helper()
+	m, err := Load(modelPath(t, name), Options{Fast: true, TensorParallel: tp, Threads: 2, BatchInvariant: invariant})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +57,7 @@ func fastRuns(t *testing.T, m *Model, prompt []int32) (pre, dec [][]float32) {
 // llama.cpp's quantized one-token-at-a-time references (README.shared.md
 // §5.1.7) within 1e-2 max abs on P1, in the prefill and in the decode
 // path (measured ~1e-6; a different activation quantization lands ~0.15
-// away), and decode equals prefill exactly.
+// away), and with batch-invariant products decode equals prefill exactly.
 //
 // P2 is held to a looser bound: its 40 tokens meet a few activation
 // roundings that lie within float noise of a .5 tie (|x·id − (k+½)| <
@@ -59,14 +66,22 @@ func fastRuns(t *testing.T, m *Model, prompt []int32) (pre, dec [][]float32) {
 // pure-Go kernels do not share it with each other either); one flipped
 // int8 moves these logits by 0.01–0.1. TestFastDenseTies forces exactly
 // those roundings to llama.cpp's side and then P2 matches to ~1e-6 at
-// every position: the bound below is what the flips cost here (the mean
-// stays 10x below a different quantization's 0.03).
+// every position: the bound below is what the flips cost here (measured
+// 0.15, mean 0.026 on Q4_K_M). The default products add a prompt's
+// sixteen-token tiles in another order (Options.BatchInvariant), which
+// moves the side of some of those roundings in the prefill: P2's prefill
+// then lands 0.0089 away (mean 6e-5), its decode as before; P1 stays at
+// ~3e-6 either way.
 func TestFastDense(t *testing.T) {
 	const tol = 1e-2
 	lim := map[string]struct{ max, mean float64 }{"P1": {tol, 1e-3}, "P2": {0.2, 0.03}}
-	for _, name := range []string{"glm5-dense.Q8_0", "glm5-dense.Q4_K_M"} {
-		t.Run(name, func(t *testing.T) {
-			m := loadFast(t, name, 1)
+	for _, tc := range []struct {
+		name      string
+		invariant bool
+	}{{"glm5-dense.Q8_0", true}, {"glm5-dense.Q4_K_M", true}, {"glm5-dense.Q4_K_M", false}} {
+		name := tc.name
+		t.Run(fmt.Sprintf("%s/invariant=%v", name, tc.invariant), func(t *testing.T) {
+			m := loadFastMode(t, name, 1, tc.invariant)
 			for _, p := range []string{"P1", "P2"} {
 				d := denseSeqDiffs(t, m, name, p)
 				l := lim[p]
@@ -76,7 +91,7 @@ func TestFastDense(t *testing.T) {
 				if d.decMax > l.max || d.decMean > l.mean {
 					t.Errorf("%s decode vs quantized seq ref: max abs %.3g, mean %.3g; limits %g, %g", p, d.decMax, d.decMean, l.max, l.mean)
 				}
-				if d.pathMax != 0 {
+				if tc.invariant && d.pathMax != 0 {
 					t.Errorf("%s decode vs prefill: max abs %.3g, want 0 (same kernels, same products)", p, d.pathMax)
 				}
 				t.Logf("%s: prefill %.2g (mean %.2g), decode %.2g (mean %.2g), decode vs prefill %.2g",

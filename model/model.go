@@ -33,6 +33,12 @@ type Options struct {
 	// attention in the absorbed form in prefill too. The zero value keeps
 	// float32 activations (the exact path: the deq-F32 references).
 	Fast bool
+	// BatchInvariant makes the fast products give each token the result
+	// it gets alone, bit for bit (backend.Config.BatchInvariant): prefill
+	// then equals decoding token by token, and DecodeBatch decoding the
+	// sessions one by one. By default those agree within float rounding,
+	// and prompts and batched steps of sixteen or more tokens run faster.
+	BatchInvariant bool
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -90,7 +96,7 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast})
+	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast, BatchInvariant: opts.BatchInvariant})
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

@@ -95,6 +95,22 @@ func gemmQ6KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 //go:noescape
 func gemmQ4KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 
+// gemmQ6KQ8KLanes16 and gemmQ4KQ8KLanes16 are the sixteen-token tiles
+// with the tokens in the vector lanes (gemmlanes_amd64.s), two weight rows
+// a call; see gemmLanesFunc.
+//
+//go:noescape
+func gemmQ6KQ8KLanes16(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ4KQ8KLanes16(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
+
+// packLanesValues is packLanesValuesGo in assembly: a 16x16 transpose of
+// dwords per quarter block.
+//
+//go:noescape
+func packLanesValues(q, act *byte, lda, nb int)
+
 // The four-row kernels of short Q5_0 and Q8_0 rows (gemmrows_amd64.s):
 // rows x, x+ldw, x+2·ldw, x+3·ldw of nb < 8 blocks against the activation
 // row y, each result what the AVX-512 dot kernel gives, in out[0:4].
@@ -134,6 +150,7 @@ var gemmTiles = map[Type]struct {
 	avx2, avx512, avx512x2 gemmTileFunc
 	avx512x8p, avx512x16p  gemmPackedFunc
 	avx512x4p, avx512x2p   gemmPackedFunc
+	lanes16                gemmLanesFunc
 }{
 	Q8_0:   {avx2: gemmQ80Q80AVX2, avx512: gemmQ80Q80AVX512},
 	Q4_0:   {avx2: gemmQ40Q80AVX2, avx512: gemmQ40Q80AVX512},
@@ -141,11 +158,11 @@ var gemmTiles = map[Type]struct {
 	IQ4_NL: {avx2: gemmIQ4NLQ80AVX2, avx512: gemmIQ4NLQ80AVX512},
 	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x2: gemmQ4KQ8KAVX512x2,
 		avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p,
-		avx512x4p: gemmQ4KQ8KAVX512x4p, avx512x2p: gemmQ4KQ8KAVX512x2p},
+		avx512x4p: gemmQ4KQ8KAVX512x4p, avx512x2p: gemmQ4KQ8KAVX512x2p, lanes16: gemmQ4KQ8KLanes16},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x2: gemmQ6KQ8KAVX512x2,
 		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p,
-		avx512x4p: gemmQ6KQ8KAVX512x4p, avx512x2p: gemmQ6KQ8KAVX512x2p},
+		avx512x4p: gemmQ6KQ8KAVX512x4p, avx512x2p: gemmQ6KQ8KAVX512x2p, lanes16: gemmQ6KQ8KLanes16},
 	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
 }
 
@@ -172,6 +189,17 @@ func gemmImpls(t Type) []gemmKernel {
 		}
 		impls[len(impls)-1].rows4 = gemmRows4[t].one
 		impls[len(impls)-1].rows4x4 = gemmRows4[t].four
+		if tiles.lanes16 != nil {
+			// The same tier with the lanes tile of sixteen in front: faster,
+			// and within float rounding of the single-row kernel (see
+			// gemmlanes_amd64.s). It comes last: BatchGemmKernel chooses
+			// it, GemmKernel the exact tier before it.
+			k := impls[len(impls)-1]
+			k.name += "/lanes"
+			k.steps = append([]gemmStep{{lanes: tiles.lanes16, size: 16}}, k.steps[1:]...)
+			k.rounds = true
+			impls = append(impls, k)
+		}
 	}
 	return impls
 }
@@ -181,7 +209,7 @@ func gemmImpls(t Type) []gemmKernel {
 func gemmTier(name string, raw dotAsmKernel, t Type, steps ...gemmStep) gemmKernel {
 	k := gemmKernel{name: name, size: 1, dot: dotAsm(raw), raw: raw, typ: t}
 	for _, s := range steps {
-		if s.tile != nil || s.packed != nil {
+		if s.tile != nil || s.packed != nil || s.lanes != nil {
 			k.steps = append(k.steps, s)
 		}
 	}
@@ -194,9 +222,14 @@ func gemmTier(name string, raw dotAsmKernel, t Type, steps ...gemmStep) gemmKern
 }
 
 // gemmBest returns the implementation that pairs with the dot product that
-// DotKernel chooses for t: the last (fastest) one of gemmImpls, as the dot
-// dispatch prefers AVX-512 to AVX2 to the twin where each exists.
+// DotKernel chooses for t: the last (fastest) one of gemmImpls whose results
+// equal it bit for bit, as the dot dispatch prefers AVX-512 to AVX2 to the
+// twin where each exists.
 func gemmBest(t Type) *gemmKernel {
 	impls := gemmImpls(t)
-	return &impls[len(impls)-1]
+	i := len(impls) - 1
+	for impls[i].rounds {
+		i--
+	}
+	return &impls[i]
 }

@@ -3,6 +3,8 @@
 package tensor
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -36,6 +38,34 @@ func TestGemmTier(t *testing.T) {
 		}
 		if best.size != size || (size > 1) != (len(best.steps) > 0) {
 			t.Errorf("%s: %s has tiles of %d tokens (%d steps), want %d", wt, best.name, best.size, len(best.steps), size)
+		}
+	}
+}
+
+// TestPackLanesValues checks the assembly transpose of packLanes16 against
+// its pure-Go twin, with padded token strides, and that it writes only the
+// value groups of each packed block.
+func TestPackLanesValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	for _, nb := range []int{1, 3, 8} {
+		lda := nb*292 + 7
+		act := make([]byte, 16*lda)
+		for i := range act {
+			act[i] = byte(r.Uint32())
+		}
+		got := make([]byte, nb*lanesBlock)
+		want := make([]byte, nb*lanesBlock)
+		for i := range got {
+			got[i], want[i] = 0xA5, 0xA5
+		}
+		packLanesValues(&got[0], &act[0], lda, nb)
+		packLanesValuesGo(&want[0], &act[0], lda, nb)
+		if !bytes.Equal(got, want) {
+			i := 0
+			for got[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%d blocks: byte %d (block %d, offset %d) is %#x, want %#x", nb, i, i/lanesBlock, i%lanesBlock, got[i], want[i])
 		}
 	}
 }

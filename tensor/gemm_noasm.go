@@ -18,3 +18,6 @@ func gemmImpls(t Type) []gemmKernel {
 func gemmBest(t Type) *gemmKernel {
 	return &gemmImpls(t)[0]
 }
+
+// packLanesValues is its pure-Go twin here, where no lanes kernel reads it.
+func packLanesValues(q, act *byte, lda, nb int) { packLanesValuesGo(q, act, lda, nb) }

@@ -16,6 +16,9 @@ type gemmCase struct {
 	w, act           []byte
 	ldw, lda, ldo    int
 	wsize, asize, bs int
+	// rounds: the implementation under test has a tile that agrees with
+	// the single-row kernel within float rounding (gemmKernel.rounds).
+	rounds bool
 }
 
 // newGemmCase fills a case from the dot tests' generators; each row and
@@ -47,7 +50,7 @@ func (c *gemmCase) run(f func(w []byte, ldw int, act []byte, lda int, out []floa
 }
 
 // check compares out with dot applied to each (row, token) pair, bit for
-// bit, and the gaps with NaN.
+// bit (within dotTolerance where c.rounds), and the gaps with NaN.
 func (c *gemmCase) check(t *testing.T, out []float32, dot func(x, y []byte, nb int) float32) {
 	t.Helper()
 	for j := range c.m {
@@ -60,6 +63,13 @@ func (c *gemmCase) check(t *testing.T, out []float32, dot func(x, y []byte, nb i
 				continue
 			}
 			want := dot(c.w[r*c.ldw:], c.act[j*c.lda:], c.nb)
+			if c.rounds && math.Float32bits(got) != math.Float32bits(want) {
+				w, a := c.w[r*c.ldw:r*c.ldw+c.wsize], c.act[j*c.lda:j*c.lda+c.asize]
+				mag := dotMagnitude(t, c.wt, w, a, c.nb*c.bs)
+				if math.Abs(float64(got)-float64(want)) <= dotTolerance(c.nb, mag) {
+					continue
+				}
+			}
 			if math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("rows %d tokens %d blocks %d: row %d token %d: %g, single-row kernel %g (differ by %g)",
 					c.rows, c.m, c.nb, r, j, got, want, got-want)
@@ -119,6 +129,7 @@ func TestGemmVariants(t *testing.T) {
 								continue // long rows: full tiles and ones with a tail
 							}
 							c := newGemmCase(wt, rows, m, nb, f, r)
+							c.rounds = impl.rounds
 							c.check(t, c.run(impl.run), impl.dot)
 						}
 					}
@@ -145,6 +156,7 @@ func TestGemmSmallPacked(t *testing.T) {
 				for _, m := range []int{2, 3, 4, 5, 6, 7, 10, 13, 15, 22} {
 					for _, nb := range []int{1, 3} {
 						c := newGemmCase(wt, GemmPackRows+1, m, nb, f, r)
+						c.rounds = impl.rounds
 						c.check(t, c.run(impl.run), impl.dot)
 					}
 				}
@@ -205,12 +217,49 @@ func TestGemmKernel(t *testing.T) {
 			}
 			nb := gemmLengths(wt)[2]
 			c := newGemmCase(wt, 5, 2*tile+3, nb, &dotFills[0], r)
+			c.rounds = gemmBest(wt).rounds
 			c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
 		})
 	}
 	for _, wt := range []Type{Q2_K, Q3_K, IQ2_XXS, Q8_K, Type(99)} {
 		if _, _, err := GemmKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("GemmKernel(%s) = %v, want ErrNotSupported", wt, err)
+		}
+	}
+}
+
+// TestBatchGemmKernel checks the batch entry point: each output agrees
+// with DotKernel's within dotTolerance (bit for bit where it returns
+// GemmKernel's own product), across tile sizes and tails, and types
+// without a dot kernel fail with ErrNotSupported.
+func TestBatchGemmKernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, wt := range dotTypes {
+		t.Run(wt.String(), func(t *testing.T) {
+			g, tile, err := BatchGemmKernel(wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, exactTile, _ := GemmKernel(wt)
+			if tile != exactTile {
+				t.Errorf("tile %d, GemmKernel's %d", tile, exactTile)
+			}
+			d, err := DotKernel(wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			impls := gemmImpls(wt)
+			nb := gemmLengths(wt)[2]
+			for _, m := range []int{1, 16, 2*tile + 3, 37} {
+				c := newGemmCase(wt, 5, m, nb, &dotFills[0], r)
+				c.rounds = impls[len(impls)-1].rounds
+				c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
+			}
+		})
+	}
+	for _, wt := range []Type{Q2_K, IQ2_XXS, Q8_K, Type(99)} {
+		if _, _, err := BatchGemmKernel(wt); !errors.Is(err, ErrNotSupported) {
+			t.Errorf("BatchGemmKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}
 	}
 }
@@ -229,7 +278,7 @@ func TestGemmBlocking(t *testing.T) {
 		// Rows repeat five distinct rows and tokens three (the strides stay
 		// those of real rows), so the test stays small.
 		c := &gemmCase{wt: wt, rows: rows, m: gemmTokenBytes/asize + tile + 3, nb: nb, bs: wt.BlockSize(),
-			wsize: wsize, asize: asize, ldw: wsize, lda: asize, ldo: rows}
+			wsize: wsize, asize: asize, ldw: wsize, lda: asize, ldo: rows, rounds: gemmBest(wt).rounds}
 		ws := dotWeights(wt, 5*nb, &dotFills[0], r)
 		c.w = make([]byte, rows*wsize)
 		for i := range rows {

@@ -12,7 +12,8 @@ func init() { backend.Register("cpu", Open) }
 
 // Open returns c.Devices virtual CPU devices, each with its own worker set
 // of c.Threads goroutines (0: DefaultThreads), the fast matrix product when
-// c.Fast is set (see CPU.MatMul) and its own memory budget c.Memory (0: none),
+// c.Fast is set (see CPU.MatMul; batch-invariant with c.BatchInvariant, see
+// CPU.SetBatchInvariant) and its own memory budget c.Memory (0: none),
 // and the collective that joins them. Host memory is device memory:
 // uploads keep references and Read/Write are plain copies.
 func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
@@ -24,11 +25,12 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	}
 	devs := make([]backend.Device, c.Devices)
 	for i := range devs {
+		d := NewDevice(i, c.Threads, c.Memory)
 		if c.Fast {
-			devs[i] = NewFastDevice(i, c.Threads, c.Memory)
-		} else {
-			devs[i] = NewDevice(i, c.Threads, c.Memory)
+			d = NewFastDevice(i, c.Threads, c.Memory)
 		}
+		d.cpu.SetBatchInvariant(c.BatchInvariant)
+		devs[i] = d
 	}
 	return devs, &Collective{n: c.Devices}, nil
 }

@@ -4,46 +4,90 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/tensor"
 )
 
-// TestFastMatMul: every output of the fast product is, bit for bit, the
-// single-row dot kernel on the weight row and the activation row quantized
-// to the weight type's VecDotType, whatever the number of tokens and
-// workers (so prefill and decode agree exactly); the scale applies.
+// TestFastMatMul: with batch-invariant products every output of the fast
+// product is, bit for bit, the single-row dot kernel on the weight row and
+// the activation row quantized to the weight type's VecDotType, whatever
+// the number of tokens and workers (so prefill and decode agree exactly);
+// by default it is within float rounding of it (the sixteen-token tiles of
+// tensor.BatchGemmKernel) and never depends on the workers; the scale
+// applies.
 func TestFastMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q5_K, tensor.Q8_0, tensor.F32, tensor.F16} {
 		// 2000 rows of 16 tokens on 3 workers end on quarter-size chunks.
-		for _, shape := range []struct{ rows, cols, n int }{{7, 256, 1}, {300, 512, 1}, {70, 256, 9}, {33, 768, 4}, {2000, 256, 16}} {
-			for _, workers := range []int{1, 3} {
-				t.Run(fmt.Sprintf("%s/%dx%d/n%d/w%d", typ, shape.rows, shape.cols, shape.n, workers), func(t *testing.T) {
-					w := quantMatrix(t, typ, randVec(r, shape.rows*shape.cols), shape.rows, shape.cols)
-					w.Scale = 0.5
-					x := randVec(r, shape.n*shape.cols)
-					got := make([]float32, shape.n*shape.rows)
-					NewFast(workers).MatMul(got, x, shape.n, w)
-					act := typ.VecDotType()
-					rb, _ := act.RowSize(int64(shape.cols))
-					q := make([]byte, rb)
-					for j := 0; j < shape.n; j++ {
-						if err := tensor.Quantize(act, x[j*shape.cols:(j+1)*shape.cols], q); err != nil {
-							t.Fatal(err)
+		for _, shape := range []struct{ rows, cols, n int }{{7, 256, 1}, {300, 512, 1}, {70, 256, 9}, {33, 768, 4}, {2000, 256, 16}, {90, 512, 35}} {
+			w := quantMatrix(t, typ, randVec(r, shape.rows*shape.cols), shape.rows, shape.cols)
+			w.Scale = 0.5
+			x := randVec(r, shape.n*shape.cols)
+			for _, invariant := range []bool{true, false} {
+				var first []float32
+				for _, workers := range []int{1, 3} {
+					t.Run(fmt.Sprintf("%s/%dx%d/n%d/invariant=%v/w%d", typ, shape.rows, shape.cols, shape.n, invariant, workers), func(t *testing.T) {
+						got := fastMatMulCase(t, w, x, shape.n, workers, invariant)
+						if first == nil {
+							first = got
+						} else if !slices.Equal(got, first) {
+							t.Fatalf("results differ between 1 and %d workers", workers)
 						}
-						for row := 0; row < shape.rows; row++ {
-							want := 0.5 * tensor.DotRow(typ, w.Row(row), q, shape.cols)
-							if g := got[j*shape.rows+row]; g != want {
-								t.Fatalf("token %d row %d: %g, dot kernel %g", j, row, g, want)
-							}
-						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}
+}
+
+// fastMatMulCase runs one case of TestFastMatMul, the product of w and
+// the n rows of x, checks it and returns it.
+func fastMatMulCase(t *testing.T, w backend.Matrix, x []float32, n, workers int, invariant bool) []float32 {
+	t.Helper()
+	typ, rows, cols := w.Type, w.Rows, w.Cols
+	got := make([]float32, n*rows)
+	cpu := NewFast(workers)
+	cpu.SetBatchInvariant(invariant)
+	cpu.MatMul(got, x, n, w)
+	act := typ.VecDotType()
+	rb, _ := act.RowSize(int64(cols))
+	q := make([]byte, rb)
+	wf := make([]float32, cols)
+	qf := make([]float32, cols)
+	for j := 0; j < n; j++ {
+		if err := tensor.Quantize(act, x[j*cols:(j+1)*cols], q); err != nil {
+			t.Fatal(err)
+		}
+		for row := 0; row < rows; row++ {
+			want := 0.5 * tensor.DotRow(typ, w.Row(row), q, cols)
+			g := got[j*rows+row]
+			if g == want {
+				continue
+			}
+			if invariant {
+				t.Fatalf("token %d row %d: %g, dot kernel %g", j, row, g, want)
+			}
+			// Float rounding: a few units of 2⁻²⁴ of the products' magnitude
+			// per block (as tensor's dotTolerance).
+			if err := tensor.Dequantize(typ, w.Row(row), wf); err != nil {
+				t.Fatal(err)
+			}
+			if err := tensor.Dequantize(act, q, qf); err != nil {
+				t.Fatal(err)
+			}
+			var mag float64
+			for i := range wf {
+				mag += math.Abs(float64(wf[i]) * float64(qf[i]))
+			}
+			if d := math.Abs(float64(g - want)); d > 0.5*float64(cols/32+16)*0x1p-23*mag {
+				t.Fatalf("token %d row %d: %g, dot kernel %g: differs by %g, magnitude %g", j, row, g, want, d, mag)
+			}
+		}
+	}
+	return got
 }
 
 // TestFastAttention: the fast device's attention (absorbed form with an

@@ -88,7 +88,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 	}
 	g0, u0, d0 := Mat(e.Gate[0]), Mat(e.Up[0]), Mat(e.Down[0])
 	F := g0.Rows
-	kG, kU, kD := kernelOf(g0.Type), kernelOf(u0.Type), kernelOf(d0.Type)
+	kG, kU, kD := kernelOf(g0.Type, c.invariant), kernelOf(u0.Type, c.invariant), kernelOf(d0.Type, c.invariant)
 	if kG == nil || kU == nil || kD == nil {
 		panic(fmt.Sprintf("cpu: MoE: no fast kernel for %s/%s/%s", g0.Type, u0.Type, d0.Type))
 	}

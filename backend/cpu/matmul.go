@@ -28,6 +28,8 @@ type CPU struct {
 	ct      copyTask
 	ws      []workerScratch // per worker; used only inside pool tasks
 	hook    ActivationHook
+	// invariant makes the fast products batch-invariant (SetBatchInvariant).
+	invariant bool
 }
 
 // ActivationHook is called by the fast products after each activation row
@@ -41,6 +43,21 @@ type ActivationHook func(t tensor.Type, x []float32, q []byte)
 // SetActivationHook installs h on the CPU's fast products (nil removes
 // it). Call it while no product runs.
 func (c *CPU) SetActivationHook(h ActivationHook) { c.hook = h }
+
+// SetBatchInvariant chooses the fast products' tiles. By default they take
+// the fastest (tensor.BatchGemmKernel): each output is the single-token
+// product's within float rounding, and a row's result can depend on how
+// many rows a product has, as a prompt's tokens or a batched decode step's
+// sequences. Batch-invariant (on), every row gets the single-token
+// product's result bit for bit (tensor.GemmKernel), so prefill computes
+// what decoding token by token does and a batched step what decoding the
+// sequences one by one does; products of sixteen or more rows of AVX-512
+// Q4_K and Q6_K weights run 1.3-1.7x slower. Call it while no product
+// runs.
+func (c *CPU) SetBatchInvariant(on bool) { c.invariant = on }
+
+// BatchInvariant reports whether the fast products are batch-invariant.
+func (c *CPU) BatchInvariant() bool { return c.invariant }
 
 // workerScratch holds one worker's buffers, grown on demand.
 type workerScratch struct {
@@ -90,10 +107,12 @@ const serialWork = 1 << 16
 // row once to the weight type's VecDotType (tensor.Type.VecDotType, ggml's
 // pairing: Q8_0, Q8_1 or Q8_K blocks, float32 for F32/F16/BF16 weights)
 // and multiplies it with the weight rows in place with tensor's integer
-// kernels (tensor.GemmKernel), never converting weights. Both split the
-// output rows into blocks that the workers take in turn; the fast
-// product's results do not depend on n or on the split (every output is
-// what tensor.DotKernel gives for its row and token).
+// kernels (tensor.BatchGemmKernel, or tensor.GemmKernel when the CPU is
+// batch-invariant), never converting weights. Both split the output rows
+// into blocks that the workers take in turn; no result depends on the
+// split, and with SetBatchInvariant none depends on n either (every output
+// is then what tensor.DotKernel gives for its row and token; otherwise it
+// is within float rounding of that).
 //
 // The weight's type must be one the product supports (CheckType); models
 // check that when they load, so a failure here is a broken invariant and
@@ -119,7 +138,7 @@ func (c *CPU) MatMul(dst, x []float32, n int, w backend.Matrix) {
 		*t = matTask{}
 		return
 	}
-	k := kernelOf(w.Type)
+	k := kernelOf(w.Type, c.invariant)
 	if k == nil {
 		panic(fmt.Sprintf("cpu: MatMul %s: no fast kernel for %s", w.Name, w.Type))
 	}
@@ -342,7 +361,7 @@ func (c *CPU) matMulSerial(ws *workerScratch, dst, x []float32, n int, w backend
 		matMulRows(dst, x, n, w, 0, w.Rows, ws.row)
 		return
 	}
-	k := kernelOf(w.Type)
+	k := kernelOf(w.Type, c.invariant)
 	if k == nil {
 		panic(fmt.Sprintf("cpu: MatMul %s: no fast kernel for %s", w.Name, w.Type))
 	}
@@ -380,25 +399,32 @@ type kernel struct {
 	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
 }
 
-// kernels holds the fast product of every type that has one, indexed by
-// type id; it is filled once and only read after.
-var kernels = sync.OnceValue(func() []*kernel {
-	var ks []*kernel
-	for id := tensor.Type(0); id < 64; id++ {
-		var k *kernel
-		if id.Known() {
-			if f, tile, err := tensor.GemmKernel(id); err == nil {
-				k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
+// kernels holds the fast products of every type that has one, indexed by
+// type id: [0] tensor.BatchGemmKernel's, [1] tensor.GemmKernel's (the
+// batch-invariant ones). It is filled once and only read after.
+var kernels = sync.OnceValue(func() [2][]*kernel {
+	var ks [2][]*kernel
+	for i, get := range []func(tensor.Type) (tensor.GemmFunc, int, error){tensor.BatchGemmKernel, tensor.GemmKernel} {
+		for id := tensor.Type(0); id < 64; id++ {
+			var k *kernel
+			if id.Known() {
+				if f, tile, err := get(id); err == nil {
+					k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
+				}
 			}
+			ks[i] = append(ks[i], k)
 		}
-		ks = append(ks, k)
 	}
 	return ks
 })
 
-// kernelOf returns the fast product for t, or nil.
-func kernelOf(t tensor.Type) *kernel {
-	ks := kernels()
+// kernelOf returns the fast product for t, or nil: the batch-invariant one
+// if invariant is set.
+func kernelOf(t tensor.Type, invariant bool) *kernel {
+	ks := kernels()[0]
+	if invariant {
+		ks = kernels()[1]
+	}
 	if int(t) >= len(ks) {
 		return nil
 	}
@@ -432,7 +458,7 @@ func CheckFastType(w backend.Matrix) error {
 	if err := CheckType(w); err != nil {
 		return err
 	}
-	k := kernelOf(w.Type)
+	k := kernelOf(w.Type, true)
 	if k == nil {
 		_, err := tensor.DotKernel(w.Type)
 		if err == nil {

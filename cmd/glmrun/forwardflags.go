@@ -14,7 +14,7 @@ import (
 // model, the tokens or the text, which path, and where it runs.
 type forwardFlags struct {
 	model, tokens, text, backend string
-	decode, fast                 bool
+	decode, fast, invariant      bool
 	threads, tp                  int
 }
 
@@ -26,6 +26,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ff.decode, "decode", false, "one token at a time through the decode path")
 	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores)")
 	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
+	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 }
@@ -73,7 +74,7 @@ func (ff *forwardFlags) load() (*gguf.File, *model.Model, []int32, error) {
 			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, Backend: ff.backend})
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant, Backend: ff.backend})
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err

@@ -49,6 +49,7 @@ type genFlags struct {
 	special      bool
 	logprobs     int
 	exact        bool
+	invariant    bool
 }
 
 // stringList is a repeatable string flag.
@@ -84,6 +85,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.ignoreEOS, "ignore-eos", false, "keep generating after end-of-generation tokens")
 	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
 	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
+	fs.BoolVar(&g.invariant, "batch-invariant", false, "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 
@@ -189,7 +191,7 @@ func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact}
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
 	}
