@@ -11,9 +11,12 @@ import (
 // Multi-token dot products: the matrix products of prompt processing.
 //
 // A GemmFunc multiplies several weight rows with several activation rows.
-// Every output equals, bit for bit, what the DotFunc that DotKernel returns
-// for the same weight type gives for that (row, token) pair: prefill and
-// decode compute the same numbers. The speed comes from two things. Tile
+// Every output of GemmKernel's equals, bit for bit, what the DotFunc that
+// DotKernel returns for the same weight type gives for that (row, token)
+// pair: prefill and decode compute the same numbers. BatchGemmKernel's may
+// instead take tiles that add in another order, within float rounding of
+// it (sixteen tokens in the vector lanes for AVX-512 Q4_K and Q6_K,
+// gemmlanes_amd64.s). The speed comes from two things. Tile
 // kernels in assembly (gemm*_amd64.s) decode one weight block (nibbles,
 // high bits, sub-block scales, signs) once and multiply it with the blocks
 // of several tokens, keeping each token's integer lanes and float
