@@ -42,7 +42,7 @@ type benchResult struct {
 	Model         string    `json:"model"`
 	ModelBytes    int64     `json:"model_bytes"`
 	Backend       string    `json:"backend"`
-	Path          string    `json:"path"` // "fast" or "exact"
+	Path          string    `json:"path"` // "fast", "fast-invariant" (--batch-invariant) or "exact"
 	Threads       int       `json:"threads"`
 	TP            int       `json:"tp"`
 	Reps          int       `json:"reps"`
@@ -114,8 +114,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
 	}
-	if *exact {
+	switch {
+	case *exact:
 		res.Path = "exact"
+	case *invariant:
+		res.Path = "fast-invariant"
 	}
 	if res.Threads == 0 {
 		res.Threads = cpu.DefaultThreads()
