@@ -132,9 +132,9 @@ type gemmStep struct {
 // each, lda bytes apart) to q in the layout of the lanes kernels
 // (gemmlanes_amd64.s), lanesBlock bytes a block: the values in groups of
 // four elements, group g at 64·g with token t's four bytes at 4·t; the
-// tokens' scales dy at 4096 + 4·t; lanesMagic − 32·bsum of each
-// 16-element sub-block s (Q6_K's offset of −32) at 4160 + 64·s + 4·t; and the sums of the
-// 32-element sub-blocks 2i and 2i+1 (Q4_K's min terms, int16 pairs) at
+// tokens' scales dy at 4096 + 4·t; lanesMagic − 32·bsum of each 16-element
+// sub-block s (Q6_K's offset of −32) at 4160 + 64·s + 4·t; and the sums of
+// the 32-element sub-blocks 2i and 2i+1 (Q4_K's min terms, int16 pairs) at
 // 5184 + 64·i + 4·t.
 func packLanes16(q, act []byte, lda, j, nb int) {
 	const bs = 292
