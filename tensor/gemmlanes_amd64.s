@@ -110,6 +110,14 @@
 	VADDPS      Z23, Z22, Z22; \
 	VFMADD231PS Z1, Z22, Z29
 
+// F16BCAST broadcasts the float16 at mem, as a float32, to the lanes of V
+// (X is V's low quarter).
+#define F16BCAST(mem, X, V) \
+	MOVWLZX      mem, AX; \
+	VMOVD        AX, X; \
+	VCVTPH2PS    X, X; \
+	VBROADCASTSS X, V
+
 // ---- Q6_K ----
 
 // DECQ6HALF decodes half n of the Q6_K row at P (ql at 64n, qh at
@@ -140,10 +148,7 @@
 	DECQ6HALF(P, 64, 160, wo+128); \
 	VPMOVSXBD    192(P), Z0; \
 	VCVTDQ2PS    Z0, Z0; \
-	MOVWLZX      208(P), AX; \
-	VMOVD        AX, X1; \
-	VCVTPH2PS    X1, X1; \
-	VBROADCASTSS X1, Z1; \
+	F16BCAST(208(P), X1, Z1); \
 	VMULPS       Z1, Z0, Z0; \
 	VMOVUPS      Z0, so(SP)
 
@@ -250,10 +255,7 @@ q6lanesloop:
 	VMOVQ        R13, X0; \
 	VPMOVZXBD    X0, Y0; \
 	VCVTDQ2PS    Y0, Y0; \
-	MOVWLZX      0(P), AX; \
-	VMOVD        AX, X1; \
-	VCVTPH2PS    X1, X1; \
-	VBROADCASTSS X1, Y1; \
+	F16BCAST(0(P), X1, Y1); \
 	VMULPS       Y1, Y0, Y0; \
 	VMOVUPS      Y0, so(SP); \
 	MOVL         R10, R12; \
