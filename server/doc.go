@@ -17,7 +17,11 @@
 // (continuous batching); a new request is prefilled between steps and then
 // joins the step. Requests beyond the slots wait in a bounded queue, and a full
 // queue answers 503. A request whose client goes away is dropped at the next
-// step and its slot freed.
+// step and its slot freed. A step is one batched pass (model.DecodeBatch):
+// with a model loaded with batch-invariant products (model.Options,
+// "glmrun serve --batch-invariant") every request gets the tokens it gets
+// alone; by default steps of 16 or more sequences agree with that within
+// float rounding, as llama-server's and vLLM's batches do.
 //
 // Errors have OpenAI's shape, {"error": {"message", "type", "param", "code"}}:
 // 400 for malformed JSON and invalid parameters, 401 for a missing or wrong API
