@@ -41,6 +41,7 @@ import (
 //
 //	out[j*ldo + r] = DotFunc(w[r*ldw:], act[j*lda:], n)   for r < rows, j < m
 //
+// (bit for bit for GemmKernel's, within float rounding for BatchGemmKernel's).
 // w holds weight rows ldw bytes apart, act activation rows of the weight
 // type's VecDotType lda bytes apart, out the results of token j at
 // out[j*ldo:], row r at offset r. n must be a multiple of the weight type's
