@@ -22,8 +22,9 @@ import (
 // With Options.BatchInvariant the logits therefore equal those of decoding
 // the sessions one by one, bit for bit; by default the products of
 // sixteen or more rows may take faster tiles that add in another order, so
-// they agree within float rounding (greedy choices differ only where two
-// logits tie within it). Sessions with a Hook or
+// each product agrees within float rounding, and where that moves a later
+// activation's int8 rounding or an expert choice across its tie the logits
+// move further (TestDecodeBatch measures it). Sessions with a Hook or
 // IDHook are decoded one by one, so that their hooks see their own
 // activations. On an error no session has advanced.
 func DecodeBatch(sessions []*Session, tokens []int32) ([][]float32, error) {

@@ -75,7 +75,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	tp := fs.Int("tp", 1, "tensor parallelism over `N` devices")
 	backendName := fs.String("backend", "cpu", "compute `backend`")
 	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
-	invariant := fs.Bool("batch-invariant", false, "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
+	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")

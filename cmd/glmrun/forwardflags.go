@@ -9,6 +9,10 @@ import (
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
+// batchInvariantUsage is the help of --batch-invariant, which every command
+// that loads a model with the fast products has.
+const batchInvariantUsage = "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens"
+
 // forwardFlags are the flags shared by the commands that run the model once
 // over a token sequence and look at what it computed (logits, dump): the
 // model, the tokens or the text, which path, and where it runs.
@@ -26,7 +30,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ff.decode, "decode", false, "one token at a time through the decode path")
 	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores)")
 	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
-	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
+	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, "+batchInvariantUsage)
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 }

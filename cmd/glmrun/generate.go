@@ -85,7 +85,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.ignoreEOS, "ignore-eos", false, "keep generating after end-of-generation tokens")
 	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
 	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
-	fs.BoolVar(&g.invariant, "batch-invariant", false, "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
+	fs.BoolVar(&g.invariant, "batch-invariant", false, batchInvariantUsage)
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 

@@ -58,7 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&tp, "tp", 1, "tensor parallelism: split the model over `N` devices")
 	fs.IntVar(&threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
-	invariant := fs.Bool("batch-invariant", false, "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens")
+	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
 	if err := parseFlags(fs, args); err != nil {
