@@ -300,22 +300,21 @@ q6lanesloop:
 	VFMADD231PS.BCST (512+4*s)(SP), Z16, FA; \
 	VFMADD231PS.BCST (544+4*s)(SP), Z17, FB
 
+// MINPAIR adds the pair sums j of the tokens times the min pair j of row A
+// (576+4j(SP)) into Z24 and of row B (592+4j(SP)) into Z25.
+#define MINPAIR(j) \
+	VMOVDQU64     (LB32+64*j)(DI), Z0; \
+	VPDPWSSD.BCST (576+4*j)(SP), Z0, Z24; \
+	VPDPWSSD.BCST (592+4*j)(SP), Z0, Z25
+
 // MINQ4 subtracts both rows' min terms, dmin·Σ m·bsum32, from FA and FB.
 #define MINQ4(FA, FB) \
 	VPXORD            Z24, Z24, Z24; \
 	VPXORD            Z25, Z25, Z25; \
-	VMOVDQU64         (LB32+0)(DI), Z0; \
-	VPDPWSSD.BCST     576(SP), Z0, Z24; \
-	VPDPWSSD.BCST     592(SP), Z0, Z25; \
-	VMOVDQU64         (LB32+64)(DI), Z0; \
-	VPDPWSSD.BCST     580(SP), Z0, Z24; \
-	VPDPWSSD.BCST     596(SP), Z0, Z25; \
-	VMOVDQU64         (LB32+128)(DI), Z0; \
-	VPDPWSSD.BCST     584(SP), Z0, Z24; \
-	VPDPWSSD.BCST     600(SP), Z0, Z25; \
-	VMOVDQU64         (LB32+192)(DI), Z0; \
-	VPDPWSSD.BCST     588(SP), Z0, Z24; \
-	VPDPWSSD.BCST     604(SP), Z0, Z25; \
+	MINPAIR(0); \
+	MINPAIR(1); \
+	MINPAIR(2); \
+	MINPAIR(3); \
 	VCVTDQ2PS         Z24, Z24; \
 	VCVTDQ2PS         Z25, Z25; \
 	VFNMADD231PS.BCST 608(SP), Z24, FA; \
