@@ -112,11 +112,15 @@ type gemmTileFunc func(x, y *byte, lda, nb int, out *float32, ldo int)
 // lines: the result of token t goes to out[t*ldo]. nb may not be zero.
 type gemmPackedFunc func(x, q *byte, nb int, out *float32, ldo int)
 
-// gemmLanesFunc computes two weight rows (nb blocks at x and at x+ldw)
-// against sixteen tokens packed at q by packLanes16: the results of token t
-// go to out[t*ldo] (row x) and out[t*ldo+1] (row x+ldw). nb may not be
-// zero; ldw may be zero (the same row twice).
+// gemmLanesFunc computes lanesRows weight rows (nb blocks at x, x+ldw, …)
+// against sixteen tokens packed at q by packLanes16: the result of token t
+// and row x+i·ldw goes to out[t*ldo+i]. A row's result does not depend on
+// the other rows of the call. nb may not be zero; ldw may be zero (the
+// same row four times).
 type gemmLanesFunc func(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
+
+// lanesRows is the number of weight rows a gemmLanesFunc computes.
+const lanesRows = 4
 
 // gemmStep is a tile kernel and the number of tokens it computes, reading
 // the activations in place (tile) or packed (packed, or lanes for sixteen
@@ -277,6 +281,29 @@ type gemmKernel struct {
 	rows4x4 func(x *byte, ldw int, y *byte, lda, nb int, out *float32, ldo int)
 }
 
+// runLanes computes rows [r0, r1) of w against the sixteen tokens packed at
+// q with the lanes kernel f, lanesRows rows a call; the results of token t
+// go to out[t*ldo+r]. Where the rows are not a multiple of lanesRows, the
+// last call takes the chunk's last lanesRows rows again (a row's result
+// does not depend on the call), and a chunk of fewer rows computes each
+// row alone into scratch.
+func runLanes(f gemmLanesFunc, w []byte, ldw int, q *byte, nb int, out []float32, ldo, r0, r1 int) {
+	if r1-r0 < lanesRows {
+		var one [16 * lanesRows]float32
+		for r := r0; r < r1; r++ {
+			f(&w[r*ldw], 0, q, nb, &one[0], lanesRows)
+			for t := range 16 {
+				out[t*ldo+r] = one[t*lanesRows]
+			}
+		}
+		return
+	}
+	for r := r0; r < r1; r += lanesRows {
+		r = min(r, r1-lanesRows)
+		f(&w[r*ldw], ldw, q, nb, &out[r], ldo)
+	}
+}
+
 // gemmShape checks the arguments of a GemmFunc for weight type t and returns
 // the number of blocks per row.
 func gemmShape(t Type, w []byte, ldw int, act []byte, lda int, out []float32, ldo int, rows, m, n int) int {
@@ -405,18 +432,7 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 				}
 				for ; j+s.size <= j1; j += s.size {
 					if s.lanes != nil {
-						q := &pack[(j-j0)/16*lanesBlock*nb]
-						r := r0
-						for ; r+2 <= r1; r += 2 {
-							s.lanes(&w[r*ldw], ldw, q, nb, &out[j*ldo+r], ldo)
-						}
-						if r < r1 {
-							var last [32]float32
-							s.lanes(&w[r*ldw], 0, q, nb, &last[0], 2)
-							for t := range 16 {
-								out[(j+t)*ldo+r] = last[2*t]
-							}
-						}
+						runLanes(s.lanes, w, ldw, &pack[(j-j0)/16*lanesBlock*nb], nb, out[j*ldo:], ldo, r0, r1)
 						continue
 					}
 					if s.packed != nil {

@@ -230,7 +230,8 @@ func TestGemmKernel(t *testing.T) {
 
 // TestBatchGemmKernel checks the batch entry point: each output agrees
 // with DotKernel's within dotTolerance (bit for bit where it returns
-// GemmKernel's own product), across tile sizes and tails, and types
+// GemmKernel's own product), across tile sizes and tails and row counts
+// below, at and past a multiple of the lanes kernels' four rows, and types
 // without a dot kernel fail with ErrNotSupported.
 func TestBatchGemmKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
@@ -251,9 +252,11 @@ func TestBatchGemmKernel(t *testing.T) {
 			impls := gemmImpls(wt)
 			nb := gemmLengths(wt)[2]
 			for _, m := range []int{1, 16, 2*tile + 3, 37} {
-				c := newGemmCase(wt, 5, m, nb, &dotFills[0], r)
-				c.rounds = impls[len(impls)-1].rounds
-				c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
+				for _, rows := range []int{1, 3, 4, 5, 8, 11} {
+					c := newGemmCase(wt, rows, m, nb, &dotFills[0], r)
+					c.rounds = impls[len(impls)-1].rounds
+					c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
+				}
 			}
 		})
 	}

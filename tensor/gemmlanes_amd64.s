@@ -4,36 +4,41 @@
 
 // Sixteen-token Q4_K and Q6_K tiles with the tokens in the vector lanes:
 // the batched products of a decode step of sixteen sequences (the output
-// head, the projections, the shared experts). The tiles of gemmk_amd64.s
-// multiply in two steps (VPMADDUBSW, then VPDPWSSD with the sub-block
-// scales), and 512-bit integer multiplies issue on one port, so they cost
-// two of its cycles per 64 products. Here one VPDPBUSD multiplies four
-// weight bytes, broadcast, with four values of each of the sixteen tokens,
-// one token a lane: one cycle per 64 products, and each sub-block ends in
-// one conversion to float and one fused multiply-add for all sixteen.
+// head, the projections, the shared experts) and of a prompt's prefill.
+// The tiles of gemmk_amd64.s multiply in two steps (VPMADDUBSW, then
+// VPDPWSSD with the sub-block scales): two multiply instructions per 64
+// products. Here one VPDPBUSD multiplies four weight bytes, broadcast, with
+// four values of each of the sixteen tokens, one token a lane, and each
+// sub-block ends in one subtraction and one fused multiply-add for all
+// sixteen (see MAGIC).
 //
 // The weights stay unsigned (Q6_K q in 0..63, Q4_K q in 0..15) and the
 // activations signed, so nothing needs an offset of 128: Q6_K's −32 comes
 // from the activations' block sums (packLanes16 stores MAGIC − 32·bsum
 // per sub-block and token, where each sub-block's sum starts), Q4_K's min
-// terms from their pair sums. Two weight rows share each load of the
-// activations. The sub-block sums are exact integers; their float sum
-// rounds in a different order from the single-row kernels', so a tile of
-// sixteen agrees with them within float rounding, not bit for bit.
+// terms from their pair sums. A call computes four weight rows, which
+// share each load of the activations: the loops are bound by their loads
+// (two 512-bit ones a cycle, and a broadcast of the weight bytes per
+// VPDPBUSD) about as much as by their vector operations, and four rows
+// rather than two ran 13% (Q6_K) and 6% (Q4_K) faster. The sub-block sums
+// are exact integers; their float sum rounds in a different order from the
+// single-row kernels', so a tile of sixteen agrees with them within float
+// rounding, not bit for bit, and each row's result does not depend on
+// which of the four it is.
 //
 // The packed block (packLanes16, lanesBlock bytes): group g of values
 // (elements 4g..4g+3) at 64g, token t's four bytes at 4t; the scales dy at
-// LDY; MAGIC − 32·bsum (int32) of sub-block s at LB16 + 64s, token t at 4t; the
-// pair sums of the 32-element sub-blocks 2j and 2j+1 (int16, int16) at
-// LB32 + 64j, token t at 4t.
+// LDY; MAGIC − 32·bsum (int32) of sub-block s at LB16 + 64s, token t at
+// 4t; the pair sums of the 32-element sub-blocks 2j and 2j+1 (int16,
+// int16) at LB32 + 64j, token t at 4t.
 
 // MAGIC is the float 1.5·2²³: for |k| < 2²², the bits MAGIC + k are the
 // float 1.5·2²³ + k exactly, so a sum of products that starts at MAGIC (or
 // at MAGIC − 32·bsum, as packLanes16 stores Q6_K's) becomes a float with
 // one subtraction of 1.5·2²³, which issues on either vector port, where a
 // conversion takes the one port the integer multiplies need. The sums stay
-// below 2²²: |Σ q·x| ≤ 16·63·127 plus 32·16·127 for a Q6_K sub-block,
-// 32·15·127 for a Q4_K one.
+// below 2²²: |Σ q·x| ≤ 16·63·128 plus 32·16·128 for a Q6_K sub-block,
+// 32·15·128 for a Q4_K one.
 #define MAGIC 0x4B400000
 
 #define LDY 4096
@@ -41,23 +46,40 @@
 #define LB32 5184
 #define LANESB 5440
 
-// The frame: row A's weight bytes at 0, row B's at 256; then per row the
-// products d·sc of the sub-block scales, and for Q4_K the min pairs and
-// dmin (see the kernels).
+// The frame: the weight bytes of rows A, B, C and D at 0, 256, 512 and
+// 768; from 1024 each row's products d·sc of the sub-block scales, and for
+// Q4_K its min pairs and dmin (see the kernels); at the end the results
+// pass through 0-255.
 
-// L2 multiplies the group of values at ao(DI) with the weight bytes at
-// wa(SP) (row A, into A) and 256+wa(SP) (row B, into B).
-#define L2(ao, wa, A, B) \
+// L4 multiplies the group of values at ao(DI) with the weight bytes of
+// rows A-D at wa, 256+wa, 512+wa and 768+wa(SP), into Z16-Z19.
+#define L4(ao, wa) \
 	VMOVDQU64    ao(DI), Z0; \
 	VPBROADCASTD wa(SP), Z2; \
 	VPBROADCASTD (256+wa)(SP), Z3; \
-	VPDPBUSD     Z0, Z2, A; \
-	VPDPBUSD     Z0, Z3, B
+	VPBROADCASTD (512+wa)(SP), Z4; \
+	VPBROADCASTD (768+wa)(SP), Z5; \
+	VPDPBUSD     Z0, Z2, Z16; \
+	VPDPBUSD     Z0, Z3, Z17; \
+	VPDPBUSD     Z0, Z4, Z18; \
+	VPDPBUSD     Z0, Z5, Z19
 
-// PF4 and PF3 prefetch the lines of the next pair of rows (BX = 2·ldw
-// ahead) level with the block of the row at P: the calls take the rows of a
-// chunk two by two, so each line comes a whole call (nb blocks) before it
-// is needed, as the other quantized kernels fetch DOTPF bytes ahead
+// SUBFMA4 ends a sub-block of the four rows: the sums in Z16-Z19 to floats,
+// times each row's d·sc at so + 32·row·stride(SP), into FA-FD.
+#define SUBFMA4(sA, sB, sC, sD, FA, FB, FC, FD) \
+	VSUBPS           Z15, Z16, Z16; \
+	VSUBPS           Z15, Z17, Z17; \
+	VSUBPS           Z15, Z18, Z18; \
+	VSUBPS           Z15, Z19, Z19; \
+	VFMADD231PS.BCST sA(SP), Z16, FA; \
+	VFMADD231PS.BCST sB(SP), Z17, FB; \
+	VFMADD231PS.BCST sC(SP), Z18, FC; \
+	VFMADD231PS.BCST sD(SP), Z19, FD
+
+// PF3 and PF4 prefetch the lines of the next four rows (BX = 4·ldw ahead)
+// level with the block of the row at P: the calls take the rows of a chunk
+// four by four, so each line comes a whole call (nb blocks) before it is
+// needed, as the other quantized kernels fetch DOTPF bytes ahead
 // (dot_amd64.h). Past the chunk's last row they fetch lines never read; a
 // prefetch never faults.
 #define PF3(P) \
@@ -69,13 +91,65 @@
 	PF3(P); \
 	PREFETCHT0 192(P)(BX*1)
 
-// LANESOUT stores the sixteen results of rows A (Z28) and B (Z29): token
-// t's pair at out + t·ldo.
+// LANESARGS loads rows A-D (SI, R9, R10, R11: ldw apart), 4·ldw (BX), the
+// packed tile (DI) and the block count (CX), and zeroes the rows' float
+// accumulators Z28-Z31.
+#define LANESARGS \
+	MOVQ   x+0(FP), SI; \
+	MOVQ   ldw+8(FP), R8; \
+	LEAQ   (SI)(R8*1), R9; \
+	LEAQ   (R9)(R8*1), R10; \
+	LEAQ   (R10)(R8*1), R11; \
+	SHLQ   $2, R8; \
+	MOVQ   R8, BX; \
+	MOVQ   q+16(FP), DI; \
+	MOVQ   nb+24(FP), CX; \
+	VPXORD Z28, Z28, Z28; \
+	VPXORD Z29, Z29, Z29; \
+	VPXORD Z30, Z30, Z30; \
+	VPXORD Z31, Z31, Z31
+
+// LANESZERO zeroes the block's partial sums: Z20, Z21 of row A, Z22, Z23
+// of B, Z24, Z25 of C, Z26, Z27 of D (even and odd sub-blocks).
+#define LANESZERO \
+	VPXORD Z20, Z20, Z20; \
+	VPXORD Z21, Z21, Z21; \
+	VPXORD Z22, Z22, Z22; \
+	VPXORD Z23, Z23, Z23; \
+	VPXORD Z24, Z24, Z24; \
+	VPXORD Z25, Z25, Z25; \
+	VPXORD Z26, Z26, Z26; \
+	VPXORD Z27, Z27, Z27
+
+// LANESEND adds each row's two partial sums times the tokens' dy into its
+// accumulator, and advances the rows by ws bytes and the tile by a block.
+#define LANESEND(ws) \
+	VMOVUPS     LDY(DI), Z1; \
+	VADDPS      Z21, Z20, Z20; \
+	VFMADD231PS Z1, Z20, Z28; \
+	VADDPS      Z23, Z22, Z22; \
+	VFMADD231PS Z1, Z22, Z29; \
+	VADDPS      Z25, Z24, Z24; \
+	VFMADD231PS Z1, Z24, Z30; \
+	VADDPS      Z27, Z26, Z26; \
+	VFMADD231PS Z1, Z26, Z31; \
+	ADDQ        $ws, SI; \
+	ADDQ        $ws, R9; \
+	ADDQ        $ws, R10; \
+	ADDQ        $ws, R11; \
+	ADDQ        $LANESB, DI
+
+// LANESOUT stores the sixteen results of rows A-D (Z28-Z31): token t's four
+// at out + t·ldo.
 #define LANESOUT1(t) \
 	MOVL (4*t)(SP), AX; \
 	MOVL AX, (DX); \
 	MOVL (64+4*t)(SP), AX; \
 	MOVL AX, 4(DX); \
+	MOVL (128+4*t)(SP), AX; \
+	MOVL AX, 8(DX); \
+	MOVL (192+4*t)(SP), AX; \
+	MOVL AX, 12(DX); \
 	ADDQ BX, DX
 
 #define LANESOUT \
@@ -84,31 +158,12 @@
 	SHLQ    $2, BX; \
 	VMOVUPS Z28, 0(SP); \
 	VMOVUPS Z29, 64(SP); \
+	VMOVUPS Z30, 128(SP); \
+	VMOVUPS Z31, 192(SP); \
 	LANESOUT1(0); LANESOUT1(1); LANESOUT1(2); LANESOUT1(3); \
 	LANESOUT1(4); LANESOUT1(5); LANESOUT1(6); LANESOUT1(7); \
 	LANESOUT1(8); LANESOUT1(9); LANESOUT1(10); LANESOUT1(11); \
 	LANESOUT1(12); LANESOUT1(13); LANESOUT1(14); LANESOUT1(15)
-
-// LANESARGS loads row A (SI), row B (R9 = SI + ldw), the packed tile (DI),
-// the block count (CX) and 2·ldw (BX), and zeroes the rows' float accumulators.
-#define LANESARGS \
-	MOVQ   x+0(FP), SI; \
-	MOVQ   ldw+8(FP), R9; \
-	LEAQ   (R9)(R9*1), BX; \
-	ADDQ   SI, R9; \
-	MOVQ   q+16(FP), DI; \
-	MOVQ   nb+24(FP), CX; \
-	VPXORD Z28, Z28, Z28; \
-	VPXORD Z29, Z29, Z29
-
-// LANESEND adds a block's two partial sums of each row (Z20+Z21 for A,
-// Z22+Z23 for B) times the tokens' dy into the row's accumulator.
-#define LANESEND \
-	VMOVUPS     LDY(DI), Z1; \
-	VADDPS      Z21, Z20, Z20; \
-	VFMADD231PS Z1, Z20, Z28; \
-	VADDPS      Z23, Z22, Z22; \
-	VFMADD231PS Z1, Z22, Z29
 
 // F16BCAST broadcasts the float16 at mem, as a float32, to the lanes of V
 // (X is V's low quarter).
@@ -152,26 +207,26 @@
 	VMULPS       Z1, Z0, Z0; \
 	VMOVUPS      Z0, so(SP)
 
-// SQ6 is sub-block s (sixteen elements, four groups) of both rows: each
-// row's integer sums start at MAGIC − 32·bsum, take four VPDPBUSD, and go,
-// as floats times d·sc, into FA (row A) and FB (row B). The start is loaded
-// once and copied: the loop is bound by its loads (two 512-bit ones a
-// cycle) about as much as by its vector operations, and the second load of
-// the same line cost 5%.
-#define SQ6(s, FA, FB) \
-	VMOVDQU64        (LB16+64*s)(DI), Z16; \
-	VMOVDQA64        Z16, Z17; \
-	L2(256*s, 16*s, Z16, Z17); \
-	L2(256*s+64, 16*s+4, Z16, Z17); \
-	L2(256*s+128, 16*s+8, Z16, Z17); \
-	L2(256*s+192, 16*s+12, Z16, Z17); \
-	VSUBPS           Z15, Z16, Z16; \
-	VSUBPS           Z15, Z17, Z17; \
-	VFMADD231PS.BCST (512+4*s)(SP), Z16, FA; \
-	VFMADD231PS.BCST (576+4*s)(SP), Z17, FB
+// SQ6 is sub-block s (sixteen elements, four groups) of the four rows:
+// each row's integer sum starts at MAGIC − 32·bsum (loaded once, copied),
+// takes four VPDPBUSD, and goes, as a float times d·sc (rows' at 1024,
+// 1088, 1152 and 1216(SP)), into FA-FD.
+#define SQ6(s, FA, FB, FC, FD) \
+	VMOVDQU64 (LB16+64*s)(DI), Z16; \
+	VMOVDQA64 Z16, Z17; \
+	VMOVDQA64 Z16, Z18; \
+	VMOVDQA64 Z16, Z19; \
+	L4(256*s, 16*s); \
+	L4(256*s+64, 16*s+4); \
+	L4(256*s+128, 16*s+8); \
+	L4(256*s+192, 16*s+12); \
+	SUBFMA4(1024+4*s, 1088+4*s, 1152+4*s, 1216+4*s, FA, FB, FC, FD)
+
+#define SQ6EVEN(s) SQ6(s, Z20, Z22, Z24, Z26)
+#define SQ6ODD(s) SQ6(s, Z21, Z23, Z25, Z27)
 
 // func gemmQ6KQ8KLanes16(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
-TEXT ·gemmQ6KQ8KLanes16(SB), 0, $640-48
+TEXT ·gemmQ6KQ8KLanes16(SB), 0, $1280-48
 	LANESARGS
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
@@ -187,32 +242,30 @@ TEXT ·gemmQ6KQ8KLanes16(SB), 0, $640-48
 q6lanesloop:
 	PF4(SI)
 	PF4(R9)
-	DECQ6(SI, 0, 512)
-	DECQ6(R9, 256, 576)
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	SQ6(0, Z20, Z22)
-	SQ6(1, Z21, Z23)
-	SQ6(2, Z20, Z22)
-	SQ6(3, Z21, Z23)
-	SQ6(4, Z20, Z22)
-	SQ6(5, Z21, Z23)
-	SQ6(6, Z20, Z22)
-	SQ6(7, Z21, Z23)
-	SQ6(8, Z20, Z22)
-	SQ6(9, Z21, Z23)
-	SQ6(10, Z20, Z22)
-	SQ6(11, Z21, Z23)
-	SQ6(12, Z20, Z22)
-	SQ6(13, Z21, Z23)
-	SQ6(14, Z20, Z22)
-	SQ6(15, Z21, Z23)
-	LANESEND
-	ADDQ $210, SI
-	ADDQ $210, R9
-	ADDQ $LANESB, DI
+	PF4(R10)
+	PF4(R11)
+	DECQ6(SI, 0, 1024)
+	DECQ6(R9, 256, 1088)
+	DECQ6(R10, 512, 1152)
+	DECQ6(R11, 768, 1216)
+	LANESZERO
+	SQ6EVEN(0)
+	SQ6ODD(1)
+	SQ6EVEN(2)
+	SQ6ODD(3)
+	SQ6EVEN(4)
+	SQ6ODD(5)
+	SQ6EVEN(6)
+	SQ6ODD(7)
+	SQ6EVEN(8)
+	SQ6ODD(9)
+	SQ6EVEN(10)
+	SQ6ODD(11)
+	SQ6EVEN(12)
+	SQ6ODD(13)
+	SQ6EVEN(14)
+	SQ6ODD(15)
+	LANESEND(210)
 	DECQ CX
 	JNZ  q6lanesloop
 
@@ -229,7 +282,8 @@ q6lanesloop:
 // its eight mins as int16 pairs to mo(SP) and dmin to dmo(SP). The scales
 // unpack in general registers: sc = a & 63 and m = b & 63 for sub-blocks
 // 0-3, (c & 15) | (a>>6)<<4 and c>>4 | (b>>6)<<4 for 4-7, with a, b, c the
-// three words of the packed scales.
+// three words of the packed scales (in AX, DX and R8; R12 and R13
+// scratch).
 #define DECQ4(P, wo, so, mo, dmo) \
 	VMOVDQU64    16(P), Z6; \
 	VPANDD       Z14, Z6, Z8; \
@@ -244,11 +298,11 @@ q6lanesloop:
 	VMOVDQU64    Z8, (wo+128)(SP); \
 	VMOVDQU64    Z9, (wo+192)(SP); \
 	MOVL         4(P), AX; \
-	MOVL         8(P), R10; \
-	MOVL         12(P), R11; \
+	MOVL         8(P), DX; \
+	MOVL         12(P), R8; \
 	MOVL         AX, R12; \
 	ANDL         $0x3F3F3F3F, R12; \
-	MOVL         R11, R13; \
+	MOVL         R8, R13; \
 	ANDL         $0x0F0F0F0F, R13; \
 	SHRL         $2, AX; \
 	ANDL         $0x30303030, AX; \
@@ -261,16 +315,16 @@ q6lanesloop:
 	F16BCAST(0(P), X1, Y1); \
 	VMULPS       Y1, Y0, Y0; \
 	VMOVUPS      Y0, so(SP); \
-	MOVL         R10, R12; \
+	MOVL         DX, R12; \
 	ANDL         $0x3F3F3F3F, R12; \
-	SHRL         $4, R11; \
-	ANDL         $0x0F0F0F0F, R11; \
-	SHRL         $2, R10; \
-	ANDL         $0x30303030, R10; \
-	ORL          R10, R11; \
-	SHLQ         $32, R11; \
-	ORQ          R12, R11; \
-	VMOVQ        R11, X0; \
+	SHRL         $4, R8; \
+	ANDL         $0x0F0F0F0F, R8; \
+	SHRL         $2, DX; \
+	ANDL         $0x30303030, DX; \
+	ORL          DX, R8; \
+	SHLQ         $32, R8; \
+	ORQ          R12, R8; \
+	VMOVQ        R8, X0; \
 	VPMOVZXBW    X0, X0; \
 	VMOVDQU      X0, mo(SP); \
 	MOVWLZX      2(P), AX; \
@@ -278,50 +332,58 @@ q6lanesloop:
 	VCVTPH2PS    X1, X1; \
 	VMOVSS       X1, dmo(SP)
 
-// SQ4 is sub-block s (32 elements, eight groups; its weight bytes at
-// w(SP) for row A) of both rows, in two chains per row.
-#define SQ4(s, w, FA, FB) \
-	VMOVDQA64        Z15, Z16; \
-	VMOVDQA64        Z15, Z17; \
-	VPXORD           Z18, Z18, Z18; \
-	VPXORD           Z19, Z19, Z19; \
-	L2(512*s, w, Z16, Z17); \
-	L2(512*s+64, w+4, Z18, Z19); \
-	L2(512*s+128, w+8, Z16, Z17); \
-	L2(512*s+192, w+12, Z18, Z19); \
-	L2(512*s+256, w+16, Z16, Z17); \
-	L2(512*s+320, w+20, Z18, Z19); \
-	L2(512*s+384, w+24, Z16, Z17); \
-	L2(512*s+448, w+28, Z18, Z19); \
-	VPADDD           Z18, Z16, Z16; \
-	VPADDD           Z19, Z17, Z17; \
-	VSUBPS           Z15, Z16, Z16; \
-	VSUBPS           Z15, Z17, Z17; \
-	VFMADD231PS.BCST (512+4*s)(SP), Z16, FA; \
-	VFMADD231PS.BCST (544+4*s)(SP), Z17, FB
+// SQ4 is sub-block s (32 elements, eight groups; row A's weight bytes at
+// w(SP)) of the four rows, into FA-FD (d·sc of rows A-D at 1024, 1056,
+// 1088 and 1120(SP)).
+#define SQ4(s, w, FA, FB, FC, FD) \
+	VMOVDQA64 Z15, Z16; \
+	VMOVDQA64 Z15, Z17; \
+	VMOVDQA64 Z15, Z18; \
+	VMOVDQA64 Z15, Z19; \
+	L4(512*s, w); \
+	L4(512*s+64, w+4); \
+	L4(512*s+128, w+8); \
+	L4(512*s+192, w+12); \
+	L4(512*s+256, w+16); \
+	L4(512*s+320, w+20); \
+	L4(512*s+384, w+24); \
+	L4(512*s+448, w+28); \
+	SUBFMA4(1024+4*s, 1056+4*s, 1088+4*s, 1120+4*s, FA, FB, FC, FD)
 
-// MINPAIR adds the pair sums j of the tokens times the min pair j of row A
-// (576+4j(SP)) into Z24 and of row B (592+4j(SP)) into Z25.
+#define SQ4EVEN(s, w) SQ4(s, w, Z20, Z22, Z24, Z26)
+#define SQ4ODD(s, w) SQ4(s, w, Z21, Z23, Z25, Z27)
+
+// MINPAIR adds the tokens' pair sums j times each row's min pair j (rows
+// A-D at 1152, 1168, 1184 and 1200 + 4j(SP)) into Z16-Z19.
 #define MINPAIR(j) \
 	VMOVDQU64     (LB32+64*j)(DI), Z0; \
-	VPDPWSSD.BCST (576+4*j)(SP), Z0, Z24; \
-	VPDPWSSD.BCST (592+4*j)(SP), Z0, Z25
+	VPDPWSSD.BCST (1152+4*j)(SP), Z0, Z16; \
+	VPDPWSSD.BCST (1168+4*j)(SP), Z0, Z17; \
+	VPDPWSSD.BCST (1184+4*j)(SP), Z0, Z18; \
+	VPDPWSSD.BCST (1200+4*j)(SP), Z0, Z19
 
-// MINQ4 subtracts both rows' min terms, dmin·Σ m·bsum32, from FA and FB.
-#define MINQ4(FA, FB) \
-	VPXORD            Z24, Z24, Z24; \
-	VPXORD            Z25, Z25, Z25; \
+// MINQ4 subtracts the rows' min terms, dmin·Σ m·bsum32 (dmin of rows A-D
+// at 1216, 1220, 1224 and 1228(SP)), from their even partial sums.
+#define MINQ4 \
+	VPXORD            Z16, Z16, Z16; \
+	VPXORD            Z17, Z17, Z17; \
+	VPXORD            Z18, Z18, Z18; \
+	VPXORD            Z19, Z19, Z19; \
 	MINPAIR(0); \
 	MINPAIR(1); \
 	MINPAIR(2); \
 	MINPAIR(3); \
-	VCVTDQ2PS         Z24, Z24; \
-	VCVTDQ2PS         Z25, Z25; \
-	VFNMADD231PS.BCST 608(SP), Z24, FA; \
-	VFNMADD231PS.BCST 612(SP), Z25, FB
+	VCVTDQ2PS         Z16, Z16; \
+	VCVTDQ2PS         Z17, Z17; \
+	VCVTDQ2PS         Z18, Z18; \
+	VCVTDQ2PS         Z19, Z19; \
+	VFNMADD231PS.BCST 1216(SP), Z16, Z20; \
+	VFNMADD231PS.BCST 1220(SP), Z17, Z22; \
+	VFNMADD231PS.BCST 1224(SP), Z18, Z24; \
+	VFNMADD231PS.BCST 1228(SP), Z19, Z26
 
 // func gemmQ4KQ8KLanes16(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
-TEXT ·gemmQ4KQ8KLanes16(SB), 0, $640-48
+TEXT ·gemmQ4KQ8KLanes16(SB), 0, $1280-48
 	LANESARGS
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
@@ -331,25 +393,23 @@ TEXT ·gemmQ4KQ8KLanes16(SB), 0, $640-48
 q4lanesloop:
 	PF3(SI)
 	PF3(R9)
-	DECQ4(SI, 0, 512, 576, 608)
-	DECQ4(R9, 256, 544, 592, 612)
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	SQ4(0, 0, Z20, Z22)
-	SQ4(1, 64, Z21, Z23)
-	SQ4(2, 32, Z20, Z22)
-	SQ4(3, 96, Z21, Z23)
-	SQ4(4, 128, Z20, Z22)
-	SQ4(5, 192, Z21, Z23)
-	SQ4(6, 160, Z20, Z22)
-	SQ4(7, 224, Z21, Z23)
-	MINQ4(Z20, Z22)
-	LANESEND
-	ADDQ $144, SI
-	ADDQ $144, R9
-	ADDQ $LANESB, DI
+	PF3(R10)
+	PF3(R11)
+	DECQ4(SI, 0, 1024, 1152, 1216)
+	DECQ4(R9, 256, 1056, 1168, 1220)
+	DECQ4(R10, 512, 1088, 1184, 1224)
+	DECQ4(R11, 768, 1120, 1200, 1228)
+	LANESZERO
+	SQ4EVEN(0, 0)
+	SQ4ODD(1, 64)
+	SQ4EVEN(2, 32)
+	SQ4ODD(3, 96)
+	SQ4EVEN(4, 128)
+	SQ4ODD(5, 192)
+	SQ4EVEN(6, 160)
+	SQ4ODD(7, 224)
+	MINQ4
+	LANESEND(144)
 	DECQ CX
 	JNZ  q4lanesloop
 
