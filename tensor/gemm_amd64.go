@@ -96,8 +96,8 @@ func gemmQ6KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 func gemmQ4KQ8KAVX512x16p(x, q *byte, nb int, out *float32, ldo int)
 
 // gemmQ6KQ8KLanes16 and gemmQ4KQ8KLanes16 are the sixteen-token tiles
-// with the tokens in the vector lanes (gemmlanes_amd64.s), two weight rows
-// a call; see gemmLanesFunc.
+// with the tokens in the vector lanes (gemmlanes_amd64.s), four weight
+// rows a call; see gemmLanesFunc.
 //
 //go:noescape
 func gemmQ6KQ8KLanes16(x *byte, ldw int, q *byte, nb int, out *float32, ldo int)
