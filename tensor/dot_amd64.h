@@ -46,3 +46,35 @@
 // DRAM on one core 5.5 -> 8.8 GB/s, Q6_K 6.8 -> 9.4). Past a row's end it
 // fetches the next rows; past the last a prefetch is dropped, never faults.
 #define DOTPF 2048
+
+// UNPACKK4 unpacks the twelve bytes of 6-bit scales and mins of the Q4_K or
+// Q5_K block at P into bytes: S the eight scales, M the eight mins (as
+// ggml's get_scale_min_k4: with a, b, c the three words, sub-blocks 0-3
+// take a & 63 and b & 63, 4-7 take (c & 15) | (a>>6)<<4 and
+// c>>4 | (b>>6)<<4). A, B, C and T are scratch.
+#define UNPACKK4(P, S, M, A, B, C, T) \
+	MOVL  4(P), A; \
+	MOVL  8(P), B; \
+	MOVL  12(P), C; \
+	MOVL  A, S; \
+	ANDL  $0x3f3f3f3f, S; \
+	MOVL  A, M; \
+	SHRL  $6, M; \
+	ANDL  $0x03030303, M; \
+	SHLL  $4, M; \
+	MOVL  C, T; \
+	ANDL  $0x0f0f0f0f, T; \
+	ORL   T, M; \
+	SHLQ  $32, M; \
+	ORQ   M, S; \
+	MOVL  B, M; \
+	ANDL  $0x3f3f3f3f, M; \
+	MOVL  B, T; \
+	SHRL  $6, T; \
+	ANDL  $0x03030303, T; \
+	SHLL  $4, T; \
+	SHRL  $4, C; \
+	ANDL  $0x0f0f0f0f, C; \
+	ORL   C, T; \
+	SHLQ  $32, T; \
+	ORQ   T, M

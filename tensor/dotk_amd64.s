@@ -89,31 +89,7 @@ GLOBL dotXS32<>(SB), RODATA|NOPTR, $32
 // Y8 = eight int16 scales in both 128-bit lanes, X9 = eight int16 mins.
 // Clobbers AX, BX, DX, R8-R10.
 #define SCALESK4 \
-	MOVL  4(SI), AX; \
-	MOVL  8(SI), BX; \
-	MOVL  12(SI), DX; \
-	MOVL  AX, R8; \
-	ANDL  $0x3f3f3f3f, R8; \
-	MOVL  AX, R9; \
-	SHRL  $6, R9; \
-	ANDL  $0x03030303, R9; \
-	SHLL  $4, R9; \
-	MOVL  DX, R10; \
-	ANDL  $0x0f0f0f0f, R10; \
-	ORL   R10, R9; \
-	SHLQ  $32, R9; \
-	ORQ   R9, R8; \
-	MOVL  BX, R9; \
-	ANDL  $0x3f3f3f3f, R9; \
-	MOVL  BX, R10; \
-	SHRL  $6, R10; \
-	ANDL  $0x03030303, R10; \
-	SHLL  $4, R10; \
-	SHRL  $4, DX; \
-	ANDL  $0x0f0f0f0f, DX; \
-	ORL   DX, R10; \
-	SHLQ  $32, R10; \
-	ORQ   R10, R9; \
+	UNPACKK4(SI, R8, R9, AX, BX, DX, R10); \
 	VMOVQ R8, X8; \
 	VPMOVZXBW X8, X8; \
 	VINSERTI128 $1, X8, Y8, Y8; \

@@ -113,31 +113,7 @@ GLOBL gemmBit0<>(SB), RODATA|NOPTR, $32
 // SCALES6 unpacks the 6-bit scales and mins of the Q4_K block at SI into
 // bytes: R8 the eight scales, R9 the eight mins. Clobbers AX, BX, DX, R10.
 #define SCALES6 \
-	MOVL  4(SI), AX; \
-	MOVL  8(SI), BX; \
-	MOVL  12(SI), DX; \
-	MOVL  AX, R8; \
-	ANDL  $0x3f3f3f3f, R8; \
-	MOVL  AX, R9; \
-	SHRL  $6, R9; \
-	ANDL  $0x03030303, R9; \
-	SHLL  $4, R9; \
-	MOVL  DX, R10; \
-	ANDL  $0x0f0f0f0f, R10; \
-	ORL   R10, R9; \
-	SHLQ  $32, R9; \
-	ORQ   R9, R8; \
-	MOVL  BX, R9; \
-	ANDL  $0x3f3f3f3f, R9; \
-	MOVL  BX, R10; \
-	SHRL  $6, R10; \
-	ANDL  $0x03030303, R10; \
-	SHLL  $4, R10; \
-	SHRL  $4, DX; \
-	ANDL  $0x0f0f0f0f, DX; \
-	ORL   DX, R10; \
-	SHLQ  $32, R10; \
-	ORQ   R10, R9
+	UNPACKK4(SI, R8, R9, AX, BX, DX, R10)
 
 // MINS4 forms token P's min term of the block as the single-row kernels'
 // MINSK4: MACC (four float lanes) += dmin·dy · Σ m_j·(bsums[2j]+bsums[2j+1]),

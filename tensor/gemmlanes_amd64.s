@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // Sixteen-token Q4_K and Q6_K tiles with the tokens in the vector lanes:
 // the batched products of a decode step of sixteen sequences (the output
@@ -280,10 +281,8 @@ q6lanesloop:
 // ones at wo+64, elements 32-63 then 96-127; qs[64:128] likewise at
 // wo+128 and wo+192), the products d·sc of its eight scales to so(SP),
 // its eight mins as int16 pairs to mo(SP) and dmin to dmo(SP). The scales
-// unpack in general registers: sc = a & 63 and m = b & 63 for sub-blocks
-// 0-3, (c & 15) | (a>>6)<<4 and c>>4 | (b>>6)<<4 for 4-7, with a, b, c the
-// three words of the packed scales (in AX, DX and R8; R12 and R13
-// scratch).
+// and mins unpack in general registers (UNPACKK4: R12, R13; AX, DX, R8 and
+// R14 scratch).
 #define DECQ4(P, wo, so, mo, dmo) \
 	VMOVDQU64    16(P), Z6; \
 	VPANDD       Z14, Z6, Z8; \
@@ -297,34 +296,14 @@ q6lanesloop:
 	VPANDD       Z14, Z9, Z9; \
 	VMOVDQU64    Z8, (wo+128)(SP); \
 	VMOVDQU64    Z9, (wo+192)(SP); \
-	MOVL         4(P), AX; \
-	MOVL         8(P), DX; \
-	MOVL         12(P), R8; \
-	MOVL         AX, R12; \
-	ANDL         $0x3F3F3F3F, R12; \
-	MOVL         R8, R13; \
-	ANDL         $0x0F0F0F0F, R13; \
-	SHRL         $2, AX; \
-	ANDL         $0x30303030, AX; \
-	ORL          AX, R13; \
-	SHLQ         $32, R13; \
-	ORQ          R12, R13; \
-	VMOVQ        R13, X0; \
+	UNPACKK4(P, R12, R13, AX, DX, R8, R14); \
+	VMOVQ        R12, X0; \
 	VPMOVZXBD    X0, Y0; \
 	VCVTDQ2PS    Y0, Y0; \
 	F16BCAST(0(P), X1, Y1); \
 	VMULPS       Y1, Y0, Y0; \
 	VMOVUPS      Y0, so(SP); \
-	MOVL         DX, R12; \
-	ANDL         $0x3F3F3F3F, R12; \
-	SHRL         $4, R8; \
-	ANDL         $0x0F0F0F0F, R8; \
-	SHRL         $2, DX; \
-	ANDL         $0x30303030, DX; \
-	ORL          DX, R8; \
-	SHLQ         $32, R8; \
-	ORQ          R12, R8; \
-	VMOVQ        R8, X0; \
+	VMOVQ        R13, X0; \
 	VPMOVZXBW    X0, X0; \
 	VMOVDQU      X0, mo(SP); \
 	MOVWLZX      2(P), AX; \
