@@ -25,10 +25,11 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	}
 	devs := make([]backend.Device, c.Devices)
 	for i := range devs {
-		d := NewDevice(i, c.Threads, c.Memory)
+		newDevice := NewDevice
 		if c.Fast {
-			d = NewFastDevice(i, c.Threads, c.Memory)
+			newDevice = NewFastDevice
 		}
+		d := newDevice(i, c.Threads, c.Memory)
 		d.cpu.SetBatchInvariant(c.BatchInvariant)
 		devs[i] = d
 	}
