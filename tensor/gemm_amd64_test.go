@@ -46,6 +46,10 @@ func TestGemmTier(t *testing.T) {
 // its pure-Go twin, with padded token strides, and that it writes only the
 // value groups of each packed block.
 func TestPackLanesValues(t *testing.T) {
+	if !dotAVX512 {
+		// The transpose is AVX-512 code, run only for the lanes kernels.
+		t.Skip("packLanesValues needs AVX-512 (F, BW, VL, VNNI), which this CPU lacks")
+	}
 	r := rand.New(rand.NewPCG(8, 9))
 	for _, nb := range []int{1, 3, 8} {
 		lda := nb*292 + 7
