@@ -54,8 +54,12 @@ func axpyKeys4(o []float32, ldo int, e [][4]float32, lat []float32, offs []int32
 // last bit).
 func axpy(y []float32, a float32, x []float32) {
 	x = x[:len(y)]
+	if !useAVX2 {
+		axpyGeneric(y, a, x)
+		return
+	}
 	n := len(y) &^ 7
-	if useAVX2 && n > 0 {
+	if n > 0 {
 		axpyAVX2(&y[0], a, &x[0], n)
 	}
 	axpyGeneric(y[n:], a, x[n:])
