@@ -1,7 +1,7 @@
 // Package attention implements multi-head latent attention (MLA) as used by
 // GLM-5 (glm-dsa) and DeepSeek-V2/V3 (deepseek2), with the DSA lightning
 // indexer of glm-dsa and the latent KV cache both forms share
-// (GLM5-MATH sections 3 to 6).
+// (docs/MATH.md sections 3 to 6).
 //
 // MLA.Forward computes one layer's attention for a batch of new tokens in
 // one of two mathematically identical forms: the prefill form decompresses

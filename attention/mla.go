@@ -7,7 +7,7 @@ import (
 	"github.com/glmrun/glmrun/backend"
 )
 
-// Config holds the sizes and constants of one MLA layer (GLM5-MATH
+// Config holds the sizes and constants of one MLA layer (docs/MATH.md
 // section 3). Shapes below are written outermost first.
 type Config struct {
 	Embd   int // E
@@ -45,7 +45,7 @@ type Weights struct {
 	Indexer *IndexerWeights
 }
 
-// IndexerWeights are the DSA lightning indexer's weights (GLM5-MATH
+// IndexerWeights are the DSA lightning indexer's weights (docs/MATH.md
 // section 6).
 type IndexerWeights struct {
 	QB     backend.Matrix // [Ih·Id, QRank], per head [rope ‖ nope]
@@ -289,8 +289,8 @@ func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s 
 	return nil
 }
 
-// index runs the DSA lightning indexer (GLM5-MATH section 6): it caches the
-// new tokens' indexer keys and, once some query sees more than IndexTopK
+// index runs the DSA lightning indexer (docs/MATH.md section 6): it caches
+// the new tokens' indexer keys and, once some query sees more than IndexTopK
 // keys, selects each query's keys into s.Sel.
 func (a *MLA) index(x, cq backend.Buffer, T, pos0 int, cache *LatentCache, s *Scratch) error {
 	c, dev := a.Cfg, a.Dev
@@ -310,7 +310,7 @@ func (a *MLA) index(x, cq backend.Buffer, T, pos0 int, cache *LatentCache, s *Sc
 	dev.LayerNorm(rows, ik, T, Id, iw.KNormW, iw.KNormB, c.IndexEps)
 	dev.Rope(rows, T, 1, Id, 0, pos0, c.IndexRope)
 	if nKV <= c.IndexTopK {
-		return nil // every query sees at most top_k keys: dense (section 6)
+		return nil // every query sees at most top_k keys: dense (docs/MATH.md 6.3)
 	}
 
 	// Queries and head weights.

@@ -34,7 +34,7 @@ type Weight interface {
 }
 
 // Rope holds the parameters of ggml's rotary position embedding in NORM
-// mode (adjacent pairs), with YaRN (GLM5-MATH sections 3.6 and 5). The
+// mode (adjacent pairs), with YaRN (docs/MATH.md sections 3.5 and 5). The
 // zero ExtFactor and a FreqScale of 1 give plain RoPE.
 type Rope struct {
 	Dims       int        // rotated leading elements (n_rot), even
@@ -56,7 +56,7 @@ const (
 	GatingSqrtSoftplus Gating = 4
 )
 
-// Router describes MoE routing (GLM5-MATH section 7): gating, the
+// Router describes MoE routing (docs/MATH.md section 7): gating, the
 // selection-only bias, group-limited selection, top-k, weight
 // normalization and scale.
 type Router struct {
@@ -78,7 +78,7 @@ type Experts struct {
 }
 
 // MLAParams are the sizes of one MLA attention call on one device
-// (GLM5-MATH section 3): Heads is the number of heads this device holds.
+// (docs/MATH.md section 3): Heads is the number of heads this device holds.
 type MLAParams struct {
 	Heads  int // local heads
 	DNope  int // dn
@@ -164,22 +164,23 @@ type Device interface {
 	// SwiGLU writes silu(gate) ⊙ up to dst (dst may be gate).
 	SwiGLU(dst, gate, up Buffer)
 
-	// IndexerTopK runs the DSA lightning indexer's selection (GLM5-MATH
-	// section 6) for T queries at positions pos0 …: q [T, Heads, Dim]
-	// roped queries, w [T, Heads] head weights (already scaled), keys
-	// [pos0+T, Dim]. Row t of sel [T, TopK] receives the TopK best keys
-	// of [0, pos0+t] ascending, or all of them followed by −1 when there
-	// are no more than TopK.
+	// IndexerTopK runs the DSA lightning indexer's selection
+	// (docs/MATH.md section 6) for T queries at positions pos0 …:
+	// q [T, Heads, Dim] roped queries, w [T, Heads] head weights (already
+	// scaled), keys [pos0+T, Dim]. Row t of sel [T, TopK] receives the
+	// TopK best keys of [0, pos0+t] ascending, or all of them followed by
+	// −1 when there are no more than TopK.
 	IndexerTopK(sel IDs, q, w, keys Buffer, T, pos0 int, p IndexerParams)
-	// AttentionPrefill is MLA in the decompressed form (GLM5-MATH 3.2)
+	// AttentionPrefill is MLA in the decompressed form (docs/MATH.md 3.2)
 	// for T queries at positions pos0 …: q [T, Heads, dn+dr] (roped),
 	// latent [pos0+T, kr+dr] the cache rows [c ‖ k_pe], kb [Heads·kr, dn]
 	// and vb [Heads·dv, kr] this device's heads of attn_k_b and attn_v_b.
 	// sel is nil (every causal key) or [T, p.TopK] as IndexerTopK writes
 	// it. kqv receives [T, Heads·dv].
 	AttentionPrefill(kqv, q, latent Buffer, kb, vb Weight, sel IDs, T, pos0 int, p MLAParams)
-	// AttentionDecode computes the same in the absorbed form (GLM5-MATH
-	// 3.3): W_UK folded into the query, attention over the latent rows.
+	// AttentionDecode computes the same in the absorbed form
+	// (docs/MATH.md 3.3): W_UK folded into the query, attention over the
+	// latent rows.
 	AttentionDecode(kqv, q, latent Buffer, kb, vb Weight, sel IDs, T, pos0 int, p MLAParams)
 	// RouterTopK turns router logits [T, X] into ids [T, K] (routing
 	// order) and weights [T, K].

@@ -90,8 +90,8 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// TestYaRNCorrDims checks the ramp ends of ds2-mini (0 and 3,
-// INDEPENDENT-CHECK.md).
+// TestYaRNCorrDims checks the ramp ends of ds2-mini: c(32) ≈ 0.94 and
+// c(1) ≈ 2.95 (docs/MATH.md section 5.3) round out to 0 and 3.
 func TestYaRNCorrDims(t *testing.T) {
 	if cd := backend.YaRNCorrDims(16, 1024, 1e6, 32, 1); cd != [2]float32{0, 3} {
 		t.Errorf("corr dims %v, want [0 3]", cd)

@@ -1,6 +1,6 @@
 // Package gguf reads and writes GGUF files, the model format of llama.cpp
-// (the layout is in FORMATS.md section 1; the upstream description is
-// ggml's docs/gguf.md).
+// (the layout is in docs/FORMATS.md section 1; the upstream description
+// is ggml's docs/gguf.md).
 //
 // Open validates a file completely before returning it: header, every
 // metadata value (all types, nested arrays included), every tensor info

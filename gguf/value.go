@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// ValueType is the type tag of a GGUF metadata value (FORMATS.md section 1).
+// ValueType is the type tag of a GGUF metadata value (docs/FORMATS.md
+// section 1.2).
 type ValueType uint32
 
 // The GGUF metadata value types, numbered as in the file format.

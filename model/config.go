@@ -13,7 +13,7 @@ const (
 )
 
 // Config holds every hyper-parameter of the forward pass, read from GGUF
-// metadata (GLM5-MATH section 1) with llama.cpp's loader defaults.
+// metadata (docs/MATH.md section 1) with llama.cpp's loader defaults.
 type Config struct {
 	Arch string // "glm-dsa" or "deepseek2"
 
@@ -165,7 +165,7 @@ func (r *configReader) boolOpt(k string, def bool) bool {
 }
 
 // readConfig builds a Config from metadata, applying llama.cpp's loader
-// rules for glm-dsa and deepseek2 (GLM5-MATH section 1 "Loader rules").
+// rules for glm-dsa and deepseek2 (docs/MATH.md section 1.2).
 func readConfig(m meta) (Config, error) {
 	arch, err := m.String("general.architecture")
 	if err != nil {
@@ -291,7 +291,7 @@ func readConfig(m meta) (Config, error) {
 		c.Gating = GatingSoftmax
 	}
 
-	// RoPE scaling (GLM5-MATH section 3.6).
+	// RoPE scaling (docs/MATH.md sections 3.5 and 5.3).
 	c.RopeScaling = "none"
 	if k := r.key("rope.scaling.type"); m.Has(k) {
 		s, err := m.String(k)
@@ -340,7 +340,8 @@ func readConfig(m meta) (Config, error) {
 	return c, nil
 }
 
-// yarnG is GLM5-MATH's g(f, m) = 1 + 0.1·m·ln f for f > 1, else 1.
+// yarnG is g(f, m) = 1 + 0.1·m·ln f for f > 1, else 1 (docs/MATH.md
+// section 3.5).
 func yarnG(f, m float32) float32 {
 	if f <= 1 {
 		return 1
@@ -349,7 +350,7 @@ func yarnG(f, m float32) float32 {
 }
 
 // ropeScales returns the magnitude handed to the rope kernel (attn_factor)
-// and the softmax scale τ = mscale²/sqrt(dn+dr) (GLM5-MATH section 3.6).
+// and the softmax scale τ = mscale²/sqrt(dn+dr) (docs/MATH.md section 3.5).
 func (c *Config) ropeScales() (attnFactor, tau float32) {
 	f := float32(1)
 	if c.RopeScaling == "yarn" {

@@ -75,7 +75,8 @@ func (m fakeMeta) Len(key string) (int, bool) {
 	return len(v), ok
 }
 
-// glm5Meta returns GLM-5's published hyper-parameters (GLM5-MATH §1).
+// glm5Meta returns GLM-5's published hyper-parameters (docs/MATH.md
+// section 1.3).
 func glm5Meta() fakeMeta {
 	a := "glm-dsa."
 	return fakeMeta{
@@ -164,7 +165,8 @@ func TestReadConfig(t *testing.T) {
 	if c.Gating != GatingSoftmax || c.DNope != 128 || c.YaRNLogMul != 1 || c.ExpGroups != 8 || c.ExpGroupsUse != 4 {
 		t.Errorf("DeepSeek-V3 config: %+v", c)
 	}
-	// GLM5-MATH §3.6: DeepSeek-V3 τ = (1+0.1·ln 40)²/sqrt(192) = 0.13523, rope magnitude 1.
+	// docs/MATH.md section 3.5: DeepSeek-V3 τ = (1+0.1·ln 40)²/sqrt(192)
+	// = 0.13523, rope magnitude 1.
 	attnFactor, tau := c.ropeScales()
 	if math.Abs(float64(tau)-0.13523) > 1e-5 {
 		t.Errorf("DeepSeek-V3 tau %g, want 0.13523", tau)

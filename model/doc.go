@@ -34,6 +34,6 @@
 // "blk.N.out", "result_norm", ...) and the discrete decisions (routed
 // experts, DSA keys) with SessionOptions.IDHook.
 //
-// The maths is in GLM5-MATH.md; the results match llama.cpp run on the
+// The maths is in docs/MATH.md; the results match llama.cpp run on the
 // dequantized weights to about 1e-5 in the logits.
 package model

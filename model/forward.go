@@ -196,7 +196,7 @@ func (ss *sessionShard) swiglu(out, y backend.Buffer, n int, f *ffnShard) error 
 	return nil
 }
 
-// moe is GLM5-MATH section 7: every device routes every token (the router
+// moe is docs/MATH.md section 7: every device routes every token (the router
 // is replicated) and runs the tokens routed to its experts; its part of
 // the shared experts is added to the same partial sum.
 func (s *Session) moe(l, T int, steps []step) error {

@@ -45,7 +45,7 @@ type MoE struct {
 	Shared  *FFN           // shared experts (width Fe·S), or nil
 }
 
-// NextN holds the extra tensors of an MTP block (GLM5-MATH section 8).
+// NextN holds the extra tensors of an MTP block (docs/MATH.md section 8).
 type NextN struct {
 	EHProj         backend.Matrix // [E, 2E]
 	ENorm, HNorm   []float32      // [E]
@@ -325,7 +325,7 @@ func (l *loader) applyExpertScales(experts []FFN, p string) {
 }
 
 // splitKVB derives attn_k_b and attn_v_b (as F32 matrices) from a legacy
-// combined attn_kv_b ne{kr, H(dn+dv)} (FORMATS.md section 2):
+// combined attn_kv_b ne{kr, H(dn+dv)} (docs/FORMATS.md section 2.3):
 // k_b(j, c, h) = kv_b[h(dn+dv)+j, c] and v_b(c, j, h) = kv_b[h(dn+dv)+dn+j, c].
 func (l *loader) splitKVB(name string, c *Config) (kb, vb backend.Matrix) {
 	H, kr, dn, dv := c.Heads, c.KVLoraRank, c.DNope, c.DV

@@ -9,8 +9,8 @@
 // formats the engine produces itself: Q8_0, Q8_1 and Q8_K exactly as ggml's
 // reference quantizers (they quantize activations), Q4_K, Q5_K and Q6_K with
 // a least-squares search like ggml's reference ones (close, not identical),
-// and F32, F16 and BF16. The block layouts are described in the design note
-// FORMATS.md, section 3.
+// and F32, F16 and BF16. The block layouts and per-element formulas are in
+// docs/FORMATS.md, section 3.
 //
 // DotKernel returns the product of one weight row with one activation row
 // quantized to the weight type's VecDotType, as ggml's CPU backend pairs

@@ -41,10 +41,9 @@
 // DOTPF is how far ahead of the block being computed the quantized kernels
 // prefetch weight bytes (PREFETCHT0 on every line as they go): a single
 // token's product streams its weight rows from memory, one after the other,
-// and the hardware prefetchers of the machines this is tuned on leave a
-// core at about half the rate these loops reach with it (Q4_K rows from
-// DRAM on one core 5.5 -> 8.8 GB/s, Q6_K 6.8 -> 9.4). Past a row's end it
-// fetches the next rows; past the last a prefetch is dropped, never faults.
+// and the hardware prefetchers alone leave a core well short of the rate
+// these loops reach with it. Past a row's end it fetches the next rows;
+// past the last a prefetch is dropped, never faults.
 #define DOTPF 2048
 
 // UNPACKK4 unpacks the twelve bytes of 6-bit scales and mins of the Q4_K or

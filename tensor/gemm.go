@@ -69,9 +69,8 @@ func GemmKernel(t Type) (f GemmFunc, tile int, err error) {
 // with DotKernel's within float rounding (not bit for bit) and a token's
 // result can depend on how many tokens a call multiplies together. With
 // AVX-512, Q4_K and Q6_K rows take sixteen tokens at a time with the tokens
-// in the vector lanes, 1.3-1.7x faster than the exact tile (see
-// gemmlanes_amd64.s). For other types, and without AVX-512, it returns
-// GemmKernel's product.
+// in the vector lanes, faster than the exact tile (see gemmlanes_amd64.s).
+// For other types, and without AVX-512, it returns GemmKernel's product.
 func BatchGemmKernel(t Type) (f GemmFunc, tile int, err error) {
 	if _, err := DotKernel(t); err != nil {
 		return nil, 0, fmt.Errorf("tensor: matrix product with %s weights: %w", t, &notSupportedError{t: t})
@@ -93,12 +92,12 @@ const (
 // GemmPackRows is the fewest weight rows for which a GemmFunc packs the
 // tokens of its four- and two-token tiles into aligned memory, as it
 // always packs those of its eight- and sixteen-token ones (AVX-512 Q4_K
-// and Q6_K): the copy costs about 28 ns a token and block, a row of those
-// tiles some 18-20 ns a block, so from here the copy is below 2% of the
-// product, and the packed tiles run 7% (two tokens) and 18% (four) faster
-// than the in-place ones (Q4_K, 2048 wide, one core). A caller that splits
-// a product of a few tokens into chunks of rows (the experts of a batched
-// decode step) keeps its chunks at least this large to get them.
+// and Q6_K): the copy is made once per token block and read by every row,
+// so from this many rows on it is a small part of the product, and the
+// packed tiles, reading aligned memory, beat the in-place ones. A caller
+// that splits a product of a few tokens into chunks of rows (the experts
+// of a batched decode step) keeps its chunks at least this large to get
+// them.
 const GemmPackRows = 256
 
 // gemmTileFunc computes one weight row (nb blocks at x) against the tile's
@@ -357,9 +356,7 @@ func (k *gemmKernel) run(w []byte, ldw int, act []byte, lda int, out []float32, 
 	// Rows of fewer than 8 blocks with a four-row kernel (MLA's 192-wide
 	// attn_k_b) run it, four tokens at a time where there are four, for
 	// every token: a tile's per-row overhead weighs on rows that short,
-	// and four rows per call go faster (one core, 512x192 against 16
-	// tokens: Q5_0 253 -> 173 us, Q8_0 191 -> 109 us; four rows by four
-	// tokens, Q5_0: 105-144 -> 63-78 us).
+	// and four rows per call share it.
 	steps := k.steps
 	if k.rows4 != nil && nb < 8 {
 		steps = nil

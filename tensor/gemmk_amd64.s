@@ -745,14 +745,14 @@ TEXT ·gemmQ6KQ8KAVX512(SB), NOSPLIT, $0-48
 // and their eight pair sums at 2304 + 16·k, its dy at 2432 + 4·k (see
 // packQ8K), all 64-byte aligned when q is. A Q8_K block is 292 bytes, so
 // in place nearly every 64-byte load of its values straddles two cache
-// lines, and split loads halve the rate of the multiply-adds that consume
-// them (0.7 vs 1.5 a cycle measured here). The pair sums spare the Q4_K
-// kernel a horizontal add per token and block, and the Q6_K kernel forms
-// the offset term −32·Σ scale_s·bsums[s] with one multiply-add of the
-// scales times −32 (the same integers: no product overflows). The products
-// d·dy and dmin·dy are formed with the block's d and dmin broadcast
-// instead of extracted from one vector: the same float products, so every
-// result is the single-row kernel's bit for bit.
+// lines, and split loads slow the multiply-adds that consume them. The
+// pair sums spare the Q4_K kernel a horizontal add per token and block,
+// and the Q6_K kernel forms the offset term −32·Σ scale_s·bsums[s] with
+// one multiply-add of the scales times −32 (the same integers: no
+// product overflows). The products d·dy and dmin·dy are formed with the
+// block's d and dmin broadcast instead of extracted from one vector: the
+// same float products, so every result is the single-row kernel's bit for
+// bit.
 #define PACKB 2496
 
 // TOK8Q4 expands M(m, A, F) for the eight tokens k of the Q4_K kernel:

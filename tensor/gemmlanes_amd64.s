@@ -20,8 +20,8 @@
 // terms from their pair sums. A call computes four weight rows, which
 // share each load of the activations: the loops are bound by their loads
 // (two 512-bit ones a cycle, and a broadcast of the weight bytes per
-// VPDPBUSD) about as much as by their vector operations, and four rows
-// rather than two ran 13% (Q6_K) and 6% (Q4_K) faster. The sub-block sums
+// VPDPBUSD) about as much as by their vector operations, so four rows
+// rather than two spread each load over more products. The sub-block sums
 // are exact integers; their float sum rounds in a different order from the
 // single-row kernels', so a tile of sixteen agrees with them within float
 // rounding, not bit for bit, and each row's result does not depend on

@@ -175,8 +175,9 @@ func TestRope(t *testing.T) {
 	}
 }
 
-// TestYaRN checks the ramp ends (ds2-mini: 0 and 3, INDEPENDENT-CHECK.md)
-// and that YaRN keeps the rotation magnitude at attn_factor·(1+0.1·ln f).
+// TestYaRN checks the ramp ends (ds2-mini: c(32) ≈ 0.94 and c(1) ≈ 2.95
+// round out to 0 and 3, docs/MATH.md section 5.3) and that YaRN keeps the
+// rotation magnitude at attn_factor·(1+0.1·ln f).
 func TestYaRN(t *testing.T) {
 	cd := YaRNCorrDims(16, 1024, 1e6, 32, 1)
 	if cd != [2]float32{0, 3} {

@@ -13,7 +13,8 @@ const keyTile = 64
 
 // attnTask is the fast attention of one call (both forms): chunk h is
 // head h, computed entirely by one worker in the absorbed form of
-// GLM5-MATH 3.3, the form llama.cpp uses for both prefill and decode:
+// docs/MATH.md section 3.3, the form llama.cpp uses for both prefill and
+// decode:
 //
 //	q̃_t = W_UK_hᵀ q_nope_t          (quantized product with attn_k_b)
 //	ô_t = Σ_s softmax_s(τ(q̃_t·c_s + q_pe_t·k_pe_s)) c_s   over t's keys

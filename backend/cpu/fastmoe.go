@@ -258,8 +258,8 @@ func slotToken(j, K int) int {
 // padTokens returns the number of token rows to multiply an expert with
 // when n tokens are routed to it, for a kernel whose largest tile is tile
 // tokens: n, or a little more where the padded count runs in tiles faster
-// than n does with single rows left over (measured with the AVX-512 Q4_K
-// and Q6_K kernels: 3 tokens cost more than 4, and 6 or 7 more than 8).
+// than n does with single rows left over (with the AVX-512 Q4_K and Q6_K
+// kernels 3 tokens take longer than 4, and 6 or 7 longer than 8).
 func padTokens(n, tile int) int {
 	if tile < 4 {
 		return n

@@ -52,8 +52,8 @@ func (c *CPU) SetActivationHook(h ActivationHook) { c.hook = h }
 // product's result bit for bit (tensor.GemmKernel), so prefill computes
 // what decoding token by token does and a batched step what decoding the
 // sequences one by one does; products of sixteen or more rows of AVX-512
-// Q4_K and Q6_K weights run 1.3-1.7x slower. Call it while no product
-// runs.
+// Q4_K and Q6_K weights then give up the faster tiles that add in another
+// order. Call it while no product runs.
 func (c *CPU) SetBatchInvariant(on bool) { c.invariant = on }
 
 // BatchInvariant reports whether the fast products are batch-invariant.
@@ -174,15 +174,16 @@ func fastRowsPer(rows, rb, n, workers int) int {
 
 // decodeChunkBytes is the size of the weight rows of one chunk of a
 // single-token product: 128 KB (a 2048-wide Q4_K matrix in chunks of 112
-// rows; the 254 MB Q6_K output head of the bench shape in 1900 chunks),
-// against 4 chunks per worker (8 MB to 32 MB there) before.
+// rows): on large matrices many more chunks than four per worker, so that
+// a worker slowed by something else holds up the others by one small chunk
+// at most.
 const decodeChunkBytes = 128 << 10
 
 // A product of a few tokens (a batched decode step: up to batchTokens
-// sequences) is compute-bound on large matrices, and four chunks per
-// worker were up to 9 ms each on the bench shape's output head at 16
-// tokens, which a worker slowed by anything else left the other to wait
-// out at the end; its chunks hold about batchChunkBytes of weight rows.
+// sequences) is compute-bound on large matrices, where four chunks per
+// worker would be long enough for a worker slowed by anything else to
+// leave the others waiting at the end; its chunks hold about
+// batchChunkBytes of weight rows.
 const (
 	batchTokens     = 32
 	batchChunkBytes = 1 << 20
@@ -221,9 +222,9 @@ func (c *CPU) quantizeTo(dst []byte, x []float32, n, cols, rb int, t tensor.Type
 // copy copies src to dst (of equal lengths), on all the workers when it
 // is large: the logits of a batched decode step (16 rows of a 151k
 // vocabulary: 9.7 MB) are read into memory the caller has just allocated,
-// whose first touch of every page is a page fault, ~37 ms of CPU a step on
-// the CI machine (a virtual machine, where faults are dear) when the
-// caller copied alone while the helpers waited.
+// whose first touch of every page is a page fault (dear on a virtual
+// machine), too much for the caller to take alone while the helpers
+// wait.
 func (c *CPU) copy(dst, src []float32) {
 	if len(dst) < parallelCopy || c.workers == 1 {
 		copy(dst, src)
@@ -348,9 +349,8 @@ func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix
 // prefetchBytes is how far ahead of a single-token product whose kernel
 // does not prefetch (float weights, the pure-Go twins) weights are
 // prefetched, a block at a time. The quantized assembly kernels prefetch
-// every line as they go (tensor.DotPrefetches), which streams better: on
-// the CI machine one core reads Q4_K rows from DRAM at 5.5 GB/s with these
-// bursts and 8.8 GB/s with the kernel's own prefetches.
+// every line as they go (tensor.DotPrefetches), which streams from DRAM
+// better than these bursts do.
 const prefetchBytes = 8 << 10
 
 // matMulSerial is MatMul on the calling worker alone, with ws's buffers:

@@ -68,7 +68,7 @@ func checkMLA(op string, q, lat, kqv []float32, kb, vb backend.Matrix, sel []int
 	}
 }
 
-// AttentionPrefill is GLM5-MATH section 3.2: per head, k_nope and v for
+// AttentionPrefill is docs/MATH.md section 3.2: per head, k_nope and v for
 // every cached position, then causal attention over the selected keys.
 func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backend.Weight, selB backend.IDs, T, pos0 int, p backend.MLAParams) {
 	q, lat, kqv, sel := F32(qB), F32(latB), F32(kqvB), Int32(selB)
@@ -129,7 +129,7 @@ func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backen
 	}
 }
 
-// AttentionDecode is GLM5-MATH section 3.3: absorb W_UK into the query,
+// AttentionDecode is docs/MATH.md section 3.3: absorb W_UK into the query,
 // attend over the latent rows [c ‖ k_pe] as one KV head, expand through
 // W_UV.
 func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend.Weight, selB backend.IDs, T, pos0 int, p backend.MLAParams) {
@@ -185,7 +185,7 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 }
 
 // IndexerTopK scores every visible key for each query, Σ_h w_h·relu(q_h·k),
-// and keeps the TopK best (GLM5-MATH section 6).
+// and keeps the TopK best (docs/MATH.md section 6.2).
 func (d *Device) IndexerTopK(selB backend.IDs, qB, wB, keysB backend.Buffer, T, pos0 int, p backend.IndexerParams) {
 	sel, q, wt, keys := Int32(selB), F32(qB), F32(wB), F32(keysB)
 	Ih, Id, K := p.Heads, p.Dim, p.TopK

@@ -9,9 +9,9 @@ import (
 	"github.com/glmrun/glmrun/backend"
 )
 
-// RouterTopK is GLM5-MATH section 7's routing: gating probabilities, the
-// selection-only bias, the group limit, the top K (ties: lower id first),
-// then the weights, normalized and scaled as r says.
+// RouterTopK is the routing of docs/MATH.md section 7: gating
+// probabilities, the selection-only bias, the group limit, the top K (ties:
+// lower id first), then the weights, normalized and scaled as r says.
 func (d *Device) RouterTopK(idsB backend.IDs, wB, logitsB backend.Buffer, T int, r *backend.Router) {
 	top, wts, logits := Int32(idsB), F32(wB), F32(logitsB)
 	X, K := r.Experts, r.Used

@@ -1,6 +1,6 @@
 #!/bin/sh
 # gen.sh: compile kernels/all.cu to ptx/glmrun.ptx with the pinned Debian
-# clang (CUDA-PLAN section 1) and record the compiler and flags in
+# clang (docs/CUDA.md section 1) and record the compiler and flags in
 # ptx/MANIFEST. Run by `go generate ./backend/cuda`; only kernel authors
 # need clang-19 (apt-get install -y --no-install-recommends clang-19).
 set -eu

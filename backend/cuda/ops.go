@@ -160,7 +160,7 @@ func (d *Device) Softmax(x backend.Buffer, rows, n, stride int) {
 	d.run("softmax_f32", dim3{uint32(rows), 1, 1}, dim3{normBlock(n), 1, 1}, 0, d.ptr(x), i32(n), i32(stride))
 }
 
-// IndexerTopK selects each query's best keys (GLM5-MATH section 6).
+// IndexerTopK selects each query's best keys (docs/MATH.md section 6).
 func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0 int, p backend.IndexerParams) {
 	if T == 0 {
 		return
@@ -177,7 +177,7 @@ func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0
 		d.idsPtr(sel), rank.ptr, score.ptr, i32(nKV), i32(pos0), i32(p.TopK))
 }
 
-// AttentionPrefill is MLA in the decompressed form (GLM5-MATH 3.2).
+// AttentionPrefill is MLA in the decompressed form (docs/MATH.md 3.2).
 func (d *Device) AttentionPrefill(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
 	if T == 0 {
 		return
@@ -203,7 +203,7 @@ func (d *Device) AttentionPrefill(kqv, q, latent backend.Buffer, kb, vb backend.
 		i32(H), i32(dn), i32(dr), i32(dv), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
 }
 
-// AttentionDecode is MLA in the absorbed form (GLM5-MATH 3.3).
+// AttentionDecode is MLA in the absorbed form (docs/MATH.md 3.3).
 func (d *Device) AttentionDecode(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
 	if T == 0 {
 		return

@@ -1,5 +1,5 @@
 // indexer.cu: the DSA lightning indexer's scores and top-k selection
-// (GLM5-MATH section 6).
+// (docs/MATH.md section 6).
 #include "prelude.h"
 
 // indexer_scores_f32: score[t, p] = Σ_h w[t, h]·max(0, q[t, h]·k[p]) for

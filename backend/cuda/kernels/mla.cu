@@ -1,4 +1,4 @@
-// mla.cu: multi-head latent attention (GLM5-MATH sections 3.2 and 3.3)
+// mla.cu: multi-head latent attention (docs/MATH.md sections 3.2, 3.3)
 // over the latent cache rows [c ‖ k_pe] (width kr+dr). The projections
 // through attn_k_b / attn_v_b are mm_* launches; these kernels do the
 // parts between them. Scores, softmax and the weighted sums run in the

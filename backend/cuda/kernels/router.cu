@@ -1,4 +1,4 @@
-// router.cu: MoE routing (GLM5-MATH section 7): gating, selection bias,
+// router.cu: MoE routing (docs/MATH.md section 7): gating, selection bias,
 // group limit, top-k and weight normalization for one token per block.
 #include "prelude.h"
 
