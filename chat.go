@@ -63,7 +63,6 @@ func (m *Model) chatOptions(opts ChatOptions) chat.Options {
 // through the model.
 func (s *Session) Chat(ctx context.Context, msgs []Message, opts ChatOptions) iter.Seq2[Token, error] {
 	return func(yield func(Token, error) bool) {
-		s.stats = Stats{}
 		prompt, err := s.m.RenderChat(msgs, opts)
 		if err != nil {
 			yield(Token{}, err)

@@ -34,6 +34,11 @@ type GenerateOptions struct {
 	IgnoreEOS bool
 	// Special renders control tokens ("<|user|>", ...) in Token.Text.
 	Special bool
+	// RawBytes passes bytes that do not form valid UTF-8 (a byte-level
+	// token the model emitted where no character can follow) through to
+	// Token.Text unchanged, for a program that prints them to a terminal
+	// as llama-cli does. By default each run of them becomes one U+FFFD.
+	RawBytes bool
 	// Logprobs sets Token.Logprob: the log-softmax of the raw logits
 	// (before sampling) at the chosen token.
 	Logprobs bool
@@ -45,10 +50,11 @@ type GenerateOptions struct {
 // Token is one generated token.
 type Token struct {
 	ID int32
-	// Text is the display text this token completes: whole UTF-8
-	// characters, possibly "" while a character (or a possible stop
-	// string) is incomplete. The Texts of a generation concatenate to its
-	// text.
+	// Text is the display text this token completes: whole, valid UTF-8
+	// characters (U+FFFD for bytes that cannot form one, unless
+	// GenerateOptions.RawBytes), possibly "" while a character (or a
+	// possible stop string) is incomplete. The Texts of a generation
+	// concatenate to its text.
 	Text string
 	// Logprob is the token's log-probability when GenerateOptions asked
 	// for logprobs.
@@ -91,24 +97,33 @@ type Stats struct {
 // Generate continues the sequence, yielding each sampled token as it is
 // produced; every token is appended to the sequence. It ends with the reason
 // in the last Token's Stop (and in Stats), or with an error: a canceled ctx
-// yields ctx's error. The sequence must not be empty. Breaking out of the
-// loop is allowed.
+// yields an error wrapping ctx's error, a closed Session or Model one
+// wrapping ErrClosed. The sequence must not be empty. Breaking out of the
+// loop is allowed, and so is calling the Session's methods in its body.
 func (s *Session) Generate(ctx context.Context, opts GenerateOptions) iter.Seq2[Token, error] {
 	return func(yield func(Token, error) bool) {
-		s.stats = Stats{}
-		if err := s.generate(ctx, opts, yield); err != nil {
+		var stats Stats
+		err := s.generate(ctx, opts, &stats, yield)
+		s.mu.Lock()
+		s.stats = stats
+		s.mu.Unlock()
+		if err != nil {
 			yield(Token{}, err)
 		}
 	}
 }
 
-func (s *Session) generate(ctx context.Context, opts GenerateOptions, yield func(Token, error) bool) error {
+// generate runs Generate's loop, keeping its counts in stats.
+func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Stats, yield func(Token, error) bool) error {
 	if opts.TopLogprobs < 0 {
 		return fmt.Errorf("glmrun: negative TopLogprobs %d", opts.TopLogprobs)
 	}
 	smp, err := sample.New(opts.SampleOptions)
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)
+	}
+	if err := s.lock(); err != nil {
+		return err
 	}
 	// The penalties see the prompt too, as in llama.cpp.
 	hist := s.tokens
@@ -118,53 +133,18 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, yield func
 	for _, id := range hist {
 		smp.Accept(id)
 	}
-	dec := s.m.tok.NewDecoder(opts.Special)
+	s.unlock()
+	dec := s.m.tok.NewValidDecoder(opts.Special)
+	if opts.RawBytes {
+		dec = s.m.tok.NewDecoder(opts.Special)
+	}
 	st := stopper{stops: slices.DeleteFunc(slices.Clone(opts.Stop), func(x string) bool { return x == "" })}
-	stats := &s.stats
 	for n := 0; ; n++ {
-		if len(s.tokens) >= s.ContextSize() {
-			// Nothing sampled yet: the prompt fills the context.
-			stats.Stop = StopContext
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			stats.Stop = StopCanceled
-			return fmt.Errorf("glmrun: generation stopped: %w", err)
-		}
-		start := time.Now()
-		logits, ran, err := s.eval(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				stats.Stop = StopCanceled
-				return fmt.Errorf("glmrun: generation stopped: %w", ctx.Err())
-			}
+		tok, sampled, filled, err := s.step(ctx, n, smp, opts, stats)
+		if err != nil || !sampled {
 			return err
 		}
-		id, err := smp.Sample(logits)
-		if err != nil {
-			return fmt.Errorf("glmrun: %w", err)
-		}
-		smp.Accept(id)
-		tok := Token{ID: id}
-		if opts.Logprobs || opts.TopLogprobs > 0 {
-			lp, err := smp.Logprobs(logits, id, opts.TopLogprobs)
-			if err != nil {
-				return fmt.Errorf("glmrun: %w", err)
-			}
-			tok.Logprob = lp.Chosen.Logprob
-			if opts.TopLogprobs > 0 {
-				tok.Top = slices.Clone(lp.Top)
-			}
-		}
-		if n == 0 {
-			stats.PromptTokens, stats.PromptTime = ran, time.Since(start)
-		} else {
-			stats.EvalTokens += ran
-			stats.EvalTime += time.Since(start)
-		}
-		s.tokens = append(s.tokens, id)
-		stats.Generated++
-
+		id := tok.ID
 		eog := !opts.IgnoreEOS && s.m.tok.IsEOG(id)
 		var piece string
 		if !eog {
@@ -181,7 +161,7 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, yield func
 			tok.Stop = StopEOG
 		case opts.MaxTokens > 0 && stats.Generated >= opts.MaxTokens:
 			tok.Stop = StopLength
-		case len(s.tokens) >= s.ContextSize():
+		case filled:
 			tok.Stop = StopContext
 		}
 		if tok.Stop != StopNone && !hit {
@@ -199,6 +179,59 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, yield func
 			return nil
 		}
 	}
+}
+
+// step runs the n-th step of a generation under the session's lock: it
+// evaluates the sequence, samples a token and appends it to the sequence.
+// sampled is false if the sequence already fills the context; filled
+// reports that the new token fills it.
+func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts GenerateOptions, stats *Stats) (tok Token, sampled, filled bool, err error) {
+	if err := s.lock(); err != nil {
+		return Token{}, false, false, err
+	}
+	defer s.unlock()
+	if len(s.tokens) >= s.ctxSize {
+		stats.Stop = StopContext
+		return Token{}, false, false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		stats.Stop = StopCanceled
+		return Token{}, false, false, fmt.Errorf("glmrun: generation stopped: %w", err)
+	}
+	start := time.Now()
+	logits, ran, err := s.eval(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			stats.Stop = StopCanceled
+			return Token{}, false, false, fmt.Errorf("glmrun: generation stopped: %w", ctx.Err())
+		}
+		return Token{}, false, false, err
+	}
+	id, err := smp.Sample(logits)
+	if err != nil {
+		return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
+	}
+	smp.Accept(id)
+	tok = Token{ID: id}
+	if opts.Logprobs || opts.TopLogprobs > 0 {
+		lp, err := smp.Logprobs(logits, id, opts.TopLogprobs)
+		if err != nil {
+			return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
+		}
+		tok.Logprob = lp.Chosen.Logprob
+		if opts.TopLogprobs > 0 {
+			tok.Top = slices.Clone(lp.Top)
+		}
+	}
+	if n == 0 {
+		stats.PromptTokens, stats.PromptTime = ran, time.Since(start)
+	} else {
+		stats.EvalTokens += ran
+		stats.EvalTime += time.Since(start)
+	}
+	s.tokens = append(s.tokens, id)
+	stats.Generated++
+	return tok, true, len(s.tokens) >= s.ctxSize, nil
 }
 
 // stopper finds stop strings in streamed text, holding back a tail that may

@@ -3,6 +3,8 @@ package glmrun
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/glmrun/glmrun/backend/cpu"  // the CPU backend, registered for model.Load
@@ -56,6 +58,15 @@ const DefaultContextSize = model.DefaultContextSize
 // a Session's context.
 var ErrContextFull = model.ErrContextFull
 
+// ErrClosed is wrapped by the error of every method that needs the weights
+// or the KV cache of a Session that was closed, or whose Model was.
+var ErrClosed = errors.New("closed")
+
+var (
+	errModelClosed   = fmt.Errorf("glmrun: the model is closed: %w", ErrClosed)
+	errSessionClosed = fmt.Errorf("glmrun: the session is closed: %w", ErrClosed)
+)
+
 // Model is a loaded model with its tokenizer and chat template. It is
 // immutable and may be shared by Sessions running in several goroutines.
 type Model struct {
@@ -68,7 +79,29 @@ type Model struct {
 	tmplErr  error // why the file's chat template was not usable, if so
 	loadTime time.Duration
 	sink     byte // keeps pageIn's reads from being optimised away
+
+	// inUse is held for reading by every step that reads the weights or a
+	// KV cache, and for writing by Close, which so unmaps the file only
+	// after the steps in flight have ended. closed is set first, so that
+	// no new step starts.
+	inUse  sync.RWMutex
+	closed atomic.Bool
 }
+
+// acquire starts a step that reads the weights: it returns an error
+// wrapping ErrClosed if the model is closed, else release must follow.
+// Steps do not nest (a waiting Close would deadlock a nested RLock).
+func (m *Model) acquire() error {
+	m.inUse.RLock()
+	if m.closed.Load() {
+		m.inUse.RUnlock()
+		return errModelClosed
+	}
+	return nil
+}
+
+// release ends a step begun by acquire.
+func (m *Model) release() { m.inUse.RUnlock() }
 
 // Load opens the GGUF file at path (split-aware: give the first shard of a
 // "-00001-of-000NN.gguf" set) and loads its weights, tokenizer and chat
@@ -128,7 +161,13 @@ func (m *Model) load() error {
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)
 	}
-	if n, v := mm.Config().VocabSize, tok.NumTokens(); n < v {
+	cfg := mm.Config()
+	if err := cfg.CheckContext(m.opts.ContextSize); err != nil {
+		mm.Close()
+		return fmt.Errorf("glmrun: %s: %w", m.path, err)
+	}
+	if n, v := cfg.VocabSize, tok.NumTokens(); n < v {
+		mm.Close()
 		return fmt.Errorf("glmrun: %s: the tokenizer has %d tokens but the model's output has only %d", m.path, v, n)
 	}
 	m.m = mm
@@ -164,9 +203,17 @@ func (m *Model) pageIn() {
 	m.opts.Progress(total, total)
 }
 
-// Close releases the model and unmaps its file. Sessions must not be used
-// after Close.
+// Close releases the model, its Sessions' KV caches and the file's
+// mapping. It waits for the steps of generation running in other goroutines
+// to end; from then on every method of the model and its Sessions that
+// needs the weights returns an error wrapping ErrClosed. Closing again does
+// nothing.
 func (m *Model) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	m.inUse.Lock()
+	defer m.inUse.Unlock()
 	err := m.m.Close()
 	if cerr := m.file.Close(); err == nil {
 		err = cerr

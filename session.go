@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/glmrun/glmrun/model"
 )
@@ -23,12 +24,20 @@ type SessionOptions struct {
 	ContextSize int
 }
 
-// Session is one token sequence and its KV cache. It is not safe for
-// concurrent use; use one Session per goroutine.
+// Session is one token sequence and its KV cache. Its methods run one at a
+// time: a Session is meant for one goroutine, as one conversation, except
+// that Close may be called from any goroutine at any time (a Generate
+// running elsewhere then ends with an error wrapping ErrClosed after the
+// step it is in).
 type Session struct {
-	m      *Model
-	s      *model.Session
-	tokens []int32 // the sequence; tokens[:s.Pos()] are in the cache
+	m       *Model
+	ctxSize int
+
+	// mu is held by every method while it uses the fields below, and by
+	// Generate for each step (never while it yields a token).
+	mu     sync.Mutex
+	s      *model.Session // nil once closed
+	tokens []int32        // the sequence; tokens[:s.Pos()] are in the cache
 
 	// logits are the logits after tokens[:logitsPos] (nil if unknown).
 	logits    []float32
@@ -49,45 +58,98 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if n == 0 {
 		n = m.opts.ContextSize
 	}
+	if err := m.acquire(); err != nil {
+		return nil, err
+	}
+	defer m.release()
 	s, err := m.m.NewSession(model.SessionOptions{ContextSize: n})
 	if err != nil {
 		return nil, fmt.Errorf("glmrun: %w", err)
 	}
-	return &Session{m: m, s: s}, nil
+	return &Session{m: m, s: s, ctxSize: s.ContextSize()}, nil
 }
 
-// Close returns the session's KV cache and buffers to the device; the
-// session must not be used after. Closing the Model frees them too.
+// Close returns the session's KV cache and buffers to the device; every
+// method that needs them returns an error wrapping ErrClosed after. Closing
+// the Model frees them too. Closing again does nothing.
 func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.s == nil {
 		return nil
 	}
-	err := s.s.Close()
-	s.s = nil
-	return err
+	ms := s.s
+	s.s, s.logits = nil, nil
+	if err := s.m.acquire(); err != nil {
+		return nil // the Model's Close freed the cache with the devices
+	}
+	defer s.m.release()
+	return ms.Close()
+}
+
+// lock takes s.mu and a step of the model for a method that uses the KV
+// cache; it fails with an error wrapping ErrClosed if either is closed.
+// unlock must follow a nil error.
+func (s *Session) lock() error {
+	s.mu.Lock()
+	if s.s == nil {
+		s.mu.Unlock()
+		return errSessionClosed
+	}
+	if err := s.m.acquire(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// unlock ends what lock began.
+func (s *Session) unlock() {
+	s.m.release()
+	s.mu.Unlock()
 }
 
 // Model returns the model the session runs.
 func (s *Session) Model() *Model { return s.m }
 
 // ContextSize returns the number of positions the session holds.
-func (s *Session) ContextSize() int { return s.s.ContextSize() }
+func (s *Session) ContextSize() int { return s.ctxSize }
 
 // Tokens returns a copy of the sequence: prompt and generated tokens.
-func (s *Session) Tokens() []int32 { return slices.Clone(s.tokens) }
+func (s *Session) Tokens() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
+}
 
 // Cached returns how many tokens at the start of the sequence are in the KV
-// cache already.
-func (s *Session) Cached() int { return s.s.Pos() }
+// cache already (0 once the session or its model is closed).
+func (s *Session) Cached() int {
+	if s.lock() != nil {
+		return 0
+	}
+	defer s.unlock()
+	return s.s.Pos()
+}
 
 // Stats returns the counts and timings of the last Generate or Chat.
-func (s *Session) Stats() Stats { return s.stats }
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
 
-// Reset empties the sequence and the cache.
-func (s *Session) Reset() {
+// Reset empties the sequence and the cache. It returns an error wrapping
+// ErrClosed if the session or its model is closed.
+func (s *Session) Reset() error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
 	s.s.Reset()
 	s.tokens = s.tokens[:0]
 	s.logits = nil
+	return nil
 }
 
 // Prompt replaces the sequence with the tokens of text (BOS added if the
@@ -100,6 +162,10 @@ func (s *Session) Prompt(text string) error {
 // PromptTokens replaces the sequence with ids, keeping the cache if the new
 // sequence extends the cached tokens.
 func (s *Session) PromptTokens(ids []int32) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
 	if err := s.check(ids, 0); err != nil {
 		return err
 	}
@@ -129,6 +195,10 @@ func (s *Session) Append(text string) error {
 
 // AppendTokens adds ids to the end of the sequence.
 func (s *Session) AppendTokens(ids []int32) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
 	if err := s.check(ids, len(s.tokens)); err != nil {
 		return err
 	}
@@ -137,7 +207,7 @@ func (s *Session) AppendTokens(ids []int32) error {
 }
 
 // check validates ids, to be placed after `after` tokens, against the
-// vocabulary and the context size.
+// vocabulary and the context size. s.mu is held.
 func (s *Session) check(ids []int32, after int) error {
 	v := s.m.m.Config().VocabSize
 	for i, id := range ids {
@@ -168,7 +238,7 @@ func commonPrefix(a, b []int32) int {
 
 // eval runs the uncached tokens through the model and returns the logits
 // after the whole sequence, and how many tokens it ran. The logits stay
-// valid until the next eval.
+// valid until the next eval. The caller holds lock.
 func (s *Session) eval(ctx context.Context) ([]float32, int, error) {
 	if len(s.tokens) == 0 {
 		return nil, 0, errors.New("glmrun: the sequence is empty: give a prompt first")

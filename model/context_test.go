@@ -129,3 +129,39 @@ func TestSessionCacheBudget(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestMaxContext: a context past the training context is refused unless
+// RoPE scaling extends the positions the model is made for.
+func TestMaxContext(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"no scaling", Config{ContextLength: 4096, RopeScaling: "none", RopeFactor: 1, RopeOrigCtx: 4096}, 4096},
+		{"yarn, context_length already scaled", Config{ContextLength: 163840, RopeScaling: "yarn", RopeFactor: 40, RopeOrigCtx: 4096}, 163840},
+		{"yarn extends context_length", Config{ContextLength: 4096, RopeScaling: "yarn", RopeFactor: 4, RopeOrigCtx: 4096}, 16384},
+		{"linear", Config{ContextLength: 2048, RopeScaling: "linear", RopeFactor: 2, RopeOrigCtx: 2048}, 4096},
+		{"factor below one", Config{ContextLength: 2048, RopeScaling: "linear", RopeFactor: 0.5, RopeOrigCtx: 2048}, 2048},
+	} {
+		if got := c.cfg.MaxContext(); got != c.want {
+			t.Errorf("%s: MaxContext = %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	m, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	train := m.Config().ContextLength
+	_, err = m.NewSession(SessionOptions{ContextSize: train + 1})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(train+1)) || !strings.Contains(err.Error(), fmt.Sprintf("training context %d", train)) {
+		t.Errorf("context %d of a model trained on %d: error %v, want one naming both", train+1, train, err)
+	}
+	s, err := m.NewSession(SessionOptions{ContextSize: train})
+	if err != nil {
+		t.Fatalf("the training context itself: %v", err)
+	}
+	s.Close()
+}

@@ -64,6 +64,33 @@ type hostState struct {
 // in a session's context.
 var ErrContextFull = attention.ErrContextFull
 
+// MaxContext returns the most positions the model is made for: its
+// training context (context_length), or what its RoPE scaling extends that
+// to (factor × original_context_length), whichever is more. Positions past
+// it get rotations the model never saw.
+func (c *Config) MaxContext() int {
+	n := c.ContextLength
+	if c.RopeScaling != "none" && c.RopeFactor > 1 {
+		n = max(n, int(float64(c.RopeFactor)*float64(c.RopeOrigCtx)))
+	}
+	return n
+}
+
+// CheckContext returns an error naming both numbers if a context of n
+// positions is more than MaxContext.
+func (c *Config) CheckContext(n int) error {
+	switch max := c.MaxContext(); {
+	case n <= max:
+		return nil
+	case max > c.ContextLength:
+		return fmt.Errorf("model: context size %d is more than the %d positions of the model's %s RoPE scaling (factor %g × original context %d)",
+			n, max, c.RopeScaling, c.RopeFactor, c.RopeOrigCtx)
+	default:
+		return fmt.Errorf("model: context size %d is more than the model's training context %d (context_length, which no RoPE scaling extends)",
+			n, c.ContextLength)
+	}
+}
+
 // NewSession starts an empty sequence, allocating its KV cache on every
 // device for opts.ContextSize positions (see SessionOptions). A cache that
 // does not fit a device's memory budget is an error naming the device.
@@ -73,6 +100,9 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	if opts.ContextSize == 0 {
 		opts.ContextSize = min(m.cfg.ContextLength, DefaultContextSize)
+	}
+	if err := m.cfg.CheckContext(opts.ContextSize); err != nil {
+		return nil, err
 	}
 	if m.devs == nil {
 		return nil, errors.New("model: the model is closed")

@@ -40,19 +40,33 @@ func (t *Tokenizer) Decode(ids []int32, special bool) (string, error) {
 
 // Decoder turns a stream of token ids into text for display: a UTF-8
 // character whose bytes are spread over several tokens is held back until
-// its last byte arrives. Bytes that can never form a character are passed
-// through unchanged, so the concatenated output always equals Decode of
-// all the ids. A Decoder is not safe for concurrent use.
+// its last byte arrives. What it does with bytes that can never form a
+// character depends on how it was made: NewDecoder passes them through
+// unchanged, so the concatenated output always equals Decode of all the ids
+// (what a terminal printer wants, as llama-cli prints raw bytes);
+// NewValidDecoder replaces each of them with one U+FFFD, as Go decodes a
+// string (for range, []rune), so every string it returns is valid UTF-8
+// (what JSON wants, as llama.cpp's server does) and the concatenated
+// output equals that decoding of Decode of all the ids, wherever the
+// stream was cut. A Decoder is not safe for concurrent use.
 type Decoder struct {
 	t       *Tokenizer
 	special bool
+	valid   bool // replace invalid bytes with U+FFFD
 	pending []byte
 }
 
-// NewDecoder returns a Decoder; special renders control tokens as their
-// text (see Piece).
+// NewDecoder returns a Decoder that passes invalid UTF-8 through; special
+// renders control tokens as their text (see Piece).
 func (t *Tokenizer) NewDecoder(special bool) *Decoder {
 	return &Decoder{t: t, special: special}
+}
+
+// NewValidDecoder returns a Decoder whose output is always valid UTF-8:
+// each byte that cannot be part of a character becomes one U+FFFD.
+// special renders control tokens as their text (see Piece).
+func (t *Tokenizer) NewValidDecoder(special bool) *Decoder {
+	return &Decoder{t: t, special: special, valid: true}
 }
 
 // Add appends token id and returns the text that is now complete, possibly
@@ -63,17 +77,27 @@ func (d *Decoder) Add(id int32) (string, error) {
 	}
 	d.pending = append(d.pending, d.t.Piece(id, d.special)...)
 	keep := incompleteTail(d.pending)
-	out := string(d.pending[:len(d.pending)-keep])
+	out := d.text(d.pending[:len(d.pending)-keep])
 	d.pending = append(d.pending[:0], d.pending[len(d.pending)-keep:]...)
 	return out, nil
 }
 
 // Flush returns the bytes still held back (an incomplete character at the
-// end of the stream) and resets the Decoder.
+// end of the stream; one U+FFFD for a valid Decoder) and resets the
+// Decoder.
 func (d *Decoder) Flush() string {
-	s := string(d.pending)
+	s := d.text(d.pending)
 	d.pending = d.pending[:0]
 	return s
+}
+
+// text returns b as a string, invalid bytes replaced if d is a valid
+// Decoder.
+func (d *Decoder) text(b []byte) string {
+	if d.valid && !utf8.Valid(b) {
+		return string([]rune(string(b))) // each invalid byte decodes as U+FFFD
+	}
+	return string(b)
 }
 
 // incompleteTail returns the length of the unfinished UTF-8 sequence that
