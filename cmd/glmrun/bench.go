@@ -63,6 +63,41 @@ type benchResult struct {
 	PhysicalCores int       `json:"default_threads"`
 }
 
+// benchFlags are the values of bench's flags that check validates.
+type benchFlags struct {
+	nPrompt, nGen, threads, reps, tp int
+	backend                          string
+}
+
+// check validates bench's flags before the model is loaded: a usage error
+// naming the flag, or the warnings to print. -p + -n is the KV cache, which
+// the model's training context bounds; that is checked at load.
+func (bf benchFlags) check() (warnings []string, err error) {
+	switch {
+	case bf.nPrompt < 0 || bf.nGen < 0 || bf.nPrompt+bf.nGen == 0:
+		return nil, usageErr("-p %d -n %d: want >= 0, not both 0", bf.nPrompt, bf.nGen)
+	case bf.nPrompt > math.MaxInt32 || bf.nGen > math.MaxInt32:
+		// Their sum is the context; an overflow must not reach the
+		// allocations.
+		return nil, usageErr("-p %d -n %d: want at most %d each", bf.nPrompt, bf.nGen, math.MaxInt32)
+	case bf.reps < 1:
+		return nil, usageErr("-r %d: want >= 1", bf.reps)
+	case bf.tp < 1:
+		return nil, usageErr("--tp %d: want >= 1", bf.tp)
+	}
+	warn, err := checkThreads("-t", bf.threads, bf.tp)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if err := checkBackend(bf.backend); err != nil {
+		return nil, err
+	}
+	return warnings, nil
+}
+
 // runBench is "glmrun bench".
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", stderr)
@@ -82,21 +117,26 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case *nPrompt < 0 || *nGen < 0 || *nPrompt+*nGen == 0:
-		return fmt.Errorf("%w: -p %d -n %d: want >= 0, not both 0", errUsage, *nPrompt, *nGen)
-	case *threads < 0:
-		return fmt.Errorf("%w: -t %d: want >= 0", errUsage, *threads)
-	case *reps < 1:
-		return fmt.Errorf("%w: -r %d: want >= 1", errUsage, *reps)
-	case *tp < 1:
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
+	warnings, err := benchFlags{nPrompt: *nPrompt, nGen: *nGen, threads: *threads, reps: *reps, tp: *tp, backend: *backendName}.check()
+	if err != nil {
+		return err
+	}
+	printWarnings(stderr, "bench", warnings)
 	path, err := modelPath(*modelFlag)
 	if err != nil {
 		return err
+	}
+	// The profile is written after the load and the warm-up: a path that
+	// cannot be created should fail before them.
+	var pf *os.File
+	if *cpuProfile != "" {
+		if pf, err = os.Create(*cpuProfile); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -173,12 +213,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
+	if pf != nil {
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return err
 		}

@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -25,7 +23,8 @@ file has none), streams the reply to stdout and waits for the next line.
 /exit or the end of input ends the chat (standard input need not be a
 terminal: "echo Hi | glmrun chat" works). Each turn reuses the KV cache of
 the previous ones. Without -m, the bundled tiny random-weights model is used.
--n limits each reply; timings go to stderr at the end.
+-n limits each reply; timings go to stderr at the end. Ctrl-C stops the
+reply being written, not the chat.
 
 flags:
 `
@@ -48,13 +47,16 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (chat reads its input from stdin)", errUsage, fs.Arg(0))
 	}
-	if err := g.check(); err != nil {
+	warnings, err := g.check()
+	if err != nil {
 		return err
 	}
+	printWarnings(stderr, "chat", warnings)
 	gen, err := g.options(stderr)
 	if err != nil {
 		return err
 	}
+	gen.RawBytes = true // chat prints only text, whatever --logprobs says
 	opts := glmrun.ChatOptions{GenerateOptions: gen, NoThinking: *noThink}
 	m, s, err := g.load(stderr)
 	if err != nil {
@@ -89,8 +91,9 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		msgs = append(msgs, glmrun.Message{Role: "user", Content: line})
-		// Ctrl-C stops the reply, not the chat.
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		// Ctrl-C stops the reply, not the chat (a second one ends it, with
+		// status 130); at the "> " prompt it ends glmrun, as usual.
+		ctx, stop := interruptible(context.Background())
 		var reply, reasoning strings.Builder
 		thinking := !*noThink && hasEndThink
 		var genErr error
@@ -129,7 +132,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 		total.EvalTime += st.EvalTime
 		total.Stop = st.Stop
 		if genErr != nil {
-			if errors.Is(genErr, context.Canceled) {
+			if interrupted(ctx, genErr) {
 				fmt.Fprintln(stderr, "glmrun: reply interrupted")
 			} else {
 				printTimings(stderr, m, total, time.Since(start))

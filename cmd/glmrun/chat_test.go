@@ -50,7 +50,9 @@ func libraryReplies(t *testing.T, system string, users []string, opts glmrun.Cha
 }
 
 func TestChat(t *testing.T) {
-	opts := glmrun.ChatOptions{GenerateOptions: glmrun.GenerateOptions{MaxTokens: 5, IgnoreEOS: true}, NoThinking: true}
+	// The CLI prints the raw bytes (RawBytes), as llama-cli: its replies
+	// are the library's with RawBytes, \x86 and all, not U+FFFD.
+	opts := glmrun.ChatOptions{GenerateOptions: glmrun.GenerateOptions{MaxTokens: 5, IgnoreEOS: true, RawBytes: true}, NoThinking: true}
 	want := libraryReplies(t, "Be brief.", []string{"Hi", "And again?"}, opts)
 	flags := []string{"--no-think", "-n", "5", "--ignore-eos", "--temp", "0", "--system", "Be brief."}
 	for _, c := range []struct {

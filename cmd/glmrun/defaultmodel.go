@@ -13,11 +13,12 @@ const defaultModelRel = "testdata/models/glm5-mini.Q8_0.gguf"
 
 // defaultModelPath finds the bundled model from any directory inside the
 // repository: it looks for defaultModelRel in the working directory and
-// each directory above it.
-func defaultModelPath() (string, error) {
+// each directory above it. flagName is the flag that would have named a
+// file instead (-m; synth's --tokenizer), for the error's advice.
+func defaultModelPath(flagName string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("no -m MODEL.gguf given and the working directory is unknown: %w", err)
+		return "", fmt.Errorf("no %s FILE.gguf given and the working directory is unknown: %w", flagName, err)
 	}
 	for dir := wd; ; {
 		p := filepath.Join(dir, filepath.FromSlash(defaultModelRel))
@@ -30,13 +31,19 @@ func defaultModelPath() (string, error) {
 		}
 		dir = parent
 	}
-	return "", fmt.Errorf("no -m MODEL.gguf given, and the bundled model %s is not in %s or a directory above it: pass -m with a GGUF file", defaultModelRel, wd)
+	return "", fmt.Errorf("no %s FILE.gguf given, and the bundled model %s is not in %s or a directory above it: pass %s with a GGUF file", flagName, defaultModelRel, wd, flagName)
 }
 
-// modelPath returns flagValue, or the bundled model if it is empty.
+// modelPath returns the -m value, or the bundled model if it is empty.
 func modelPath(flagValue string) (string, error) {
+	return modelPathFor("-m", flagValue)
+}
+
+// modelPathFor returns the value of flag flagName, or the bundled model if
+// it is empty.
+func modelPathFor(flagName, flagValue string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
-	return defaultModelPath()
+	return defaultModelPath(flagName)
 }

@@ -40,12 +40,14 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := ff.check(fs); err != nil {
+	warnings, err := ff.check(fs)
+	if err != nil {
 		return err
 	}
 	if *outDir == "" {
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
 	}
+	printWarnings(stderr, "dump", warnings)
 	f, m, tokens, err := ff.load()
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ type forwardFlags struct {
 	model, tokens, text, backend string
 	decode, fast, invariant      bool
 	threads, tp                  int
+	ids                          []int32 // --tokens, parsed by check
 }
 
 // register defines the flags on fs.
@@ -28,41 +29,50 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ff.tokens, "tokens", "", "comma-separated token ids")
 	fs.StringVar(&ff.text, "text", "", "text to tokenize with the model's tokenizer (instead of --tokens)")
 	fs.BoolVar(&ff.decode, "decode", false, "one token at a time through the decode path")
-	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores)")
+	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores; more than the CPUs is warned about)")
 	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, "+batchInvariantUsage)
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 }
 
-// check reports flag values that make no sense, as usage errors.
-func (ff *forwardFlags) check(fs *flag.FlagSet) error {
+// check validates every flag value (and the token list) before the model
+// is opened: a usage error naming the flag, or the warnings to print.
+func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+		return nil, usageErr("unexpected argument %q", fs.Arg(0))
 	case ff.model == "":
-		return fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
-	case ff.threads < 0:
-		return fmt.Errorf("%w: -threads %d: want >= 0", errUsage, ff.threads)
+		return nil, usageErr("-m MODEL.gguf is required")
 	case ff.tp < 1:
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, ff.tp)
+		return nil, usageErr("--tp %d: want >= 1", ff.tp)
 	case ff.text != "" && ff.tokens != "":
-		return fmt.Errorf("%w: give --tokens or --text, not both", errUsage)
+		return nil, usageErr("give --tokens or --text, not both")
 	}
-	return nil
+	warn, err := checkThreads("--threads", ff.threads, ff.tp)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if err := checkBackend(ff.backend); err != nil {
+		return nil, err
+	}
+	if ff.text == "" {
+		if ff.ids, err = parseTokenIDs(ff.tokens); err != nil {
+			return nil, usageErr("--tokens: %v", err)
+		}
+	}
+	return warnings, nil
 }
 
 // load opens the model file, builds the model and resolves the token
 // sequence (--text is tokenized as llama.cpp's refs were: the model's BOS
-// rule, special tokens parsed). The caller closes both the file and the model.
+// rule, special tokens parsed). check must have passed. The caller closes
+// both the file and the model.
 func (ff *forwardFlags) load() (*gguf.File, *model.Model, []int32, error) {
-	var tokens []int32
-	if ff.text == "" {
-		var err error
-		if tokens, err = parseTokenIDs(ff.tokens); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: --tokens: %v", errUsage, err)
-		}
-	}
+	tokens := ff.ids
 	f, err := gguf.Open(ff.model)
 	if err != nil {
 		return nil, nil, nil, err

@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
@@ -62,22 +61,22 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.model, "m", "", "model `FILE.gguf`; the first shard of a split model (default: the bundled "+defaultModelRel+")")
 	fs.StringVar(&g.model, "model", "", "same as -m `FILE.gguf`")
-	fs.IntVar(&g.threads, "t", 0, "worker `threads` per device (0: the physical cores)")
+	fs.IntVar(&g.threads, "t", 0, "worker `threads` per device (0: the physical cores; more than the CPUs is warned about)")
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
-	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, at most %d)", glmrun.DefaultContextSize))
+	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", glmrun.DefaultContextSize))
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
 	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
 	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
 	fs.IntVar(&g.n, "n", defaultMaxTokens, "the most `tokens` to generate (-1: until the end of generation or a full context)")
 	fs.IntVar(&g.n, "n-predict", defaultMaxTokens, "same as -n `N`")
-	fs.Float64Var(&g.temp, "temp", 0.8, "sampling `temperature` (0: greedy)")
-	fs.IntVar(&g.topK, "top-k", 40, "keep the `K` most likely tokens (0: off)")
-	fs.Float64Var(&g.topP, "top-p", 0.95, "keep the most likely tokens up to cumulative probability `P` (1: off)")
-	fs.Float64Var(&g.minP, "min-p", 0.05, "keep tokens at least `P` times as likely as the best (0: off)")
-	fs.Float64Var(&g.repeatPen, "repeat-penalty", 1, "divide the logits of recent tokens by `X` (1: off)")
+	fs.Float64Var(&g.temp, "temp", 0.8, "sampling `temperature`, >= 0 (0: greedy)")
+	fs.IntVar(&g.topK, "top-k", 40, "keep the `K` most likely tokens (0 or -1: off)")
+	fs.Float64Var(&g.topP, "top-p", 0.95, "keep the most likely tokens up to cumulative probability `P`, 0 < P <= 1 (1: off)")
+	fs.Float64Var(&g.minP, "min-p", 0.05, "keep tokens at least `P` times as likely as the best, 0 <= P <= 1 (0: off)")
+	fs.Float64Var(&g.repeatPen, "repeat-penalty", 1, "divide the positive logits of recent tokens by `X` and multiply the negative ones, X > 0 (1: off)")
 	fs.IntVar(&g.repeatLastN, "repeat-last-n", 64, "the penalties look at the last `N` tokens (0: off, -1: the whole context)")
-	fs.Float64Var(&g.presencePen, "presence-penalty", 0, "subtract `X` from the logits of recent tokens (0: off)")
-	fs.Float64Var(&g.frequencyPen, "frequency-penalty", 0, "subtract `X` per occurrence from the logits of recent tokens (0: off)")
+	fs.Float64Var(&g.presencePen, "presence-penalty", 0, "subtract `X` from the logits of recent tokens, -2 <= X <= 2 (0: off; negative: favour them)")
+	fs.Float64Var(&g.frequencyPen, "frequency-penalty", 0, "subtract `X` per occurrence from the logits of recent tokens, -2 <= X <= 2 (0: off)")
 	fs.Int64Var(&g.seed, "seed", -1, "random `seed` (-1: pick one and print it to stderr)")
 	fs.Int64Var(&g.seed, "s", -1, "same as --seed `N`")
 	fs.Var(&g.stops, "stop", "stop when the text contains `STRING` (not printed; repeatable)")
@@ -89,29 +88,72 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 
-// check validates the flag values.
-func (g *genFlags) check() error {
+// check validates every flag value before anything is loaded or printed,
+// with llama.cpp's ranges where it has them (and an error where llama.cpp
+// clamps or ignores a value that can only be a mistake). It returns the
+// warnings to print (threads beyond the CPUs) or a usage error naming the
+// flag. The sampling ranges:
+//
+//	--temp >= 0 (0: greedy; llama.cpp clamps a negative one to 0)
+//	--top-k >= -1 (0 or -1: off, as the server's top_k)
+//	--top-p in (0, 1] (1: off; llama.cpp ignores a P above 1, and
+//	  P = 0 would mean "off" here but "the best token only" there)
+//	--min-p in [0, 1] (0: off)
+//	--repeat-penalty > 0 (1: off; 0 would divide by zero)
+//	--presence-penalty, --frequency-penalty in [-2, 2] (OpenAI's range;
+//	  negative ones favour repeats, as in llama.cpp)
+//	--repeat-last-n >= -1 (llama.cpp's range: 0 off, -1 the whole context)
+//
+// and every number finite as a float32.
+func (g *genFlags) check() (warnings []string, err error) {
+	warn, err := checkThreads("-t (--threads)", g.threads, g.tp)
+	if err != nil {
+		return nil, err
+	}
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if err := checkBackend(g.backend); err != nil {
+		return nil, err
+	}
+	temp, topP, minP, rep := float32(g.temp), float32(g.topP), float32(g.minP), float32(g.repeatPen)
 	switch {
-	case g.threads < 0:
-		return fmt.Errorf("%w: -t %d: want >= 0", errUsage, g.threads)
 	case g.ctxSize < 0:
-		return fmt.Errorf("%w: -c (--ctx-size) %d: want >= 0 (0: the default)", errUsage, g.ctxSize)
+		return nil, usageErr("-c (--ctx-size) %d: want >= 0 (0: the default)", g.ctxSize)
 	case g.tp < 1:
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, g.tp)
-	case g.temp < 0:
-		return fmt.Errorf("%w: --temp %g: want >= 0", errUsage, g.temp)
-	case g.logprobs < 0:
-		return fmt.Errorf("%w: --logprobs %d: want >= 0", errUsage, g.logprobs)
+		return nil, usageErr("--tp %d: want >= 1", g.tp)
 	case g.n < -1:
-		return fmt.Errorf("%w: -n %d: want >= -1", errUsage, g.n)
+		return nil, usageErr("-n %d: want >= 0, or -1 for no limit", g.n)
+	case !finite32(g.temp) || temp < 0:
+		return nil, usageErr("--temp %g: want a number >= 0 (0: greedy)", g.temp)
+	case g.topK < -1:
+		return nil, usageErr("--top-k %d: want >= 0 (0 or -1: off)", g.topK)
+	case !(topP > 0 && topP <= 1):
+		return nil, usageErr("--top-p %g: want 0 < P <= 1 (1: off)", g.topP)
+	case !(minP >= 0 && minP <= 1):
+		return nil, usageErr("--min-p %g: want 0 <= P <= 1 (0: off)", g.minP)
+	case !finite32(g.repeatPen) || !(rep > 0):
+		return nil, usageErr("--repeat-penalty %g: want a number > 0 (1: off)", g.repeatPen)
+	case g.repeatLastN < -1:
+		return nil, usageErr("--repeat-last-n %d: want >= 0 (0: off), or -1 for the whole context", g.repeatLastN)
+	case !(g.presencePen >= -2 && g.presencePen <= 2):
+		return nil, usageErr("--presence-penalty %g: want -2 <= X <= 2 (0: off)", g.presencePen)
+	case !(g.frequencyPen >= -2 && g.frequencyPen <= 2):
+		return nil, usageErr("--frequency-penalty %g: want -2 <= X <= 2 (0: off)", g.frequencyPen)
+	case g.seed < -1:
+		return nil, usageErr("--seed %d: want >= 0, or -1 for a random one", g.seed)
+	case g.logprobs < 0:
+		return nil, usageErr("--logprobs %d: want >= 0 (0: plain text)", g.logprobs)
 	}
 	for _, s := range g.stops {
 		if s == "" {
-			return fmt.Errorf("%w: --stop: empty string", errUsage)
+			return nil, usageErr("--stop \"\": want a non-empty string")
 		}
 	}
-	_, err := g.logitBias()
-	return err
+	if _, err := g.logitBias(); err != nil {
+		return nil, err
+	}
+	return warnings, nil
 }
 
 var biasRE = regexp.MustCompile(`^(\d+)([+-])(inf|[0-9.]+(?:[eE][+-]?\d+)?)$`)
@@ -132,6 +174,11 @@ func (g *genFlags) logitBias() (map[int32]float32, error) {
 			return nil, fmt.Errorf("%w: --logit-bias %q: %v", errUsage, b, err)
 		}
 		v := math.Inf(1)
+		if sub[3] == "inf" && sub[2] == "+" {
+			// +Inf would make every other token impossible and the
+			// probabilities NaN; forcing a token is not what a bias is for.
+			return nil, usageErr("--logit-bias %q: +inf is not a bias (ID-inf bans a token; a large finite bias favours one)", b)
+		}
 		if sub[3] != "inf" {
 			if v, err = strconv.ParseFloat(sub[3], 32); err != nil {
 				return nil, fmt.Errorf("%w: --logit-bias %q: %v", errUsage, b, err)
@@ -180,6 +227,10 @@ func (g *genFlags) options(stderr io.Writer) (glmrun.GenerateOptions, error) {
 		Special:     g.special,
 		Logprobs:    g.logprobs > 0,
 		TopLogprobs: g.logprobs,
+		// Plain text goes to a terminal byte for byte, as llama-cli prints
+		// it (a byte-level token that is half a character shows as the
+		// terminal shows it); --logprobs' JSON lines need valid UTF-8.
+		RawBytes: g.logprobs == 0,
 	}
 	return o, nil
 }
@@ -217,7 +268,9 @@ end, as llama-cli does. Without -m, the bundled tiny GLM-5-shaped model
 used. Special tokens written in the prompt ([gMASK], <|user|>) are parsed;
 BOS is added if the model asks for it. --temp 0 decodes greedily.
 Generation ends at an end-of-generation token, a --stop string, -n tokens
-or a full context; Ctrl-C stops it early.
+or a full context; Ctrl-C stops it early (the timings are printed and the
+exit status is 0; a second Ctrl-C exits at once with 130). Every flag
+value is checked before the model is loaded (a bad one: exit 2).
 
 flags:
 `
@@ -248,7 +301,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (give the prompt with -p)", errUsage, fs.Arg(0))
 	}
-	if err := g.check(); err != nil {
+	warnings, err := g.check()
+	if err != nil {
 		return err
 	}
 	text := *prompt
@@ -264,10 +318,14 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	case *prompt == "":
 		return fmt.Errorf("%w: no prompt: give -p TEXT or -f FILE", errUsage)
 	}
+	printWarnings(stderr, "generate", warnings)
 	opts, err := g.options(stderr)
 	if err != nil {
 		return err
 	}
+	// Loading checks what only the file knows (-c against the training
+	// context, --tp against the heads): its errors come before the prompt
+	// is printed.
 	m, s, err := g.load(stderr)
 	if err != nil {
 		return err
@@ -276,7 +334,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := s.Prompt(text); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible(context.Background())
 	defer stop()
 
 	start := time.Now()
@@ -295,8 +353,20 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := out.Flush(); err != nil {
 		return err
 	}
+	stop() // a Ctrl-C from here on ends the process as usual
 	printTimings(stderr, m, s.Stats(), time.Since(start))
+	if interrupted(ctx, genErr) {
+		// Stopped as asked: the timings say "stopped: interrupted".
+		return nil
+	}
 	return genErr
+}
+
+// printWarnings prints check's warnings, one line each.
+func printWarnings(w io.Writer, name string, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "glmrun %s: warning: %s\n", name, msg)
+	}
 }
 
 // streamTokens writes each token's text as it comes, or with logprobs a
@@ -452,16 +522,6 @@ func modelSize(path string) int64 {
 		}
 	}
 	return fi.Size()
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // memTotal returns the machine's memory in bytes from /proc/meminfo, or 0.

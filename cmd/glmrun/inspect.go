@@ -35,8 +35,10 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 1 {
-		fs.Usage()
 		return fmt.Errorf("%w: want one GGUF file, have %d arguments", errUsage, len(pos))
+	}
+	if *tp < 0 {
+		return fmt.Errorf("%w: --tp %d: want >= 0 (0: no tensor-parallel table)", errUsage, *tp)
 	}
 	f, err := gguf.Open(pos[0])
 	if err != nil {
@@ -46,9 +48,6 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	rep := newInspectReport(f, *showKV)
 	if *noTensors {
 		rep.Tensors = nil
-	}
-	if *tp < 0 {
-		return fmt.Errorf("%w: --tp %d: want >= 1", errUsage, *tp)
 	}
 	if *tp > 0 {
 		if rep.TensorParallel, err = newTPReport(f, *tp); err != nil {

@@ -57,12 +57,14 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := ff.check(fs); err != nil {
+	warnings, err := ff.check(fs)
+	if err != nil {
 		return err
 	}
 	if *top < 0 {
 		return fmt.Errorf("%w: --top %d: want >= 0", errUsage, *top)
 	}
+	printWarnings(stderr, "logits", warnings)
 	f, m, tokens, err := ff.load()
 	if err != nil {
 		return err

@@ -107,7 +107,7 @@ func TestLogitsErrors(t *testing.T) {
 		{"missing file", []string{"logits", "-m", "nonexistent.gguf", "--tokens", "1"}, 1, "nonexistent.gguf"},
 		{"no cuda driver", []string{"logits", "-m", modelFile, "--tokens", "1", "--backend", "cuda"}, 1, "no CUDA driver"},
 		{"dump without cuda driver", []string{"dump", "-m", modelFile, "--tokens", "1", "-o", "DIR", "--backend", "cuda"}, 1, "no CUDA driver"},
-		{"unknown backend", []string{"logits", "-m", modelFile, "--tokens", "1", "--backend", "tpu"}, 1, "tpu"},
+		{"unknown backend", []string{"logits", "-m", modelFile, "--tokens", "1", "--backend", "tpu"}, 2, `--backend "tpu"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

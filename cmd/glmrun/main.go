@@ -52,7 +52,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		usage(stderr)
 		if len(args) == 0 {
 			return 2
@@ -60,6 +60,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	name, rest := args[0], args[1:]
+	if name == "help" {
+		// "glmrun help CMD" is "glmrun CMD -h": the same text from the same
+		// code, so the two cannot drift apart.
+		if len(rest) > 1 {
+			fmt.Fprintf(stderr, "glmrun help: want one command, have %q\n", rest)
+			return 2
+		}
+		if rest[0] == "help" || strings.HasPrefix(rest[0], "-") {
+			usage(stderr)
+			return 0
+		}
+		name, rest = rest[0], []string{"-h"}
+	}
 	if strings.HasPrefix(name, "-") {
 		// Flags first and no command: generation, as llama-cli.
 		name, rest = "generate", args
@@ -74,13 +87,46 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "glmrun %s: %s\n", name, strings.TrimPrefix(err.Error(), "glmrun: "))
+		// The message once; the "glmrun: " and "usage: " of wrapped errors
+		// would only repeat what the prefix and the synopsis say.
+		msg := strings.TrimPrefix(err.Error(), "glmrun: ")
 		if errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, "glmrun %s: %s\n", name, strings.TrimPrefix(msg, errUsage.Error()+": "))
+			// diff's trouble (an unreadable dump) exits 2 as well, but the
+			// command line was right: no usage for it.
+			if !errors.As(err, new(troubleError)) {
+				printSynopsis(stderr, name, cmd)
+			}
 			return 2
 		}
+		fmt.Fprintf(stderr, "glmrun %s: %s\n", name, msg)
 		return 1
 	}
 	return 0
+}
+
+// printSynopsis prints the usage line(s) of a command's -h text and where
+// the flags are described, after a usage error: one short usage print
+// under the error rather than pages of flags that would scroll it away.
+// The synopsis is read from the command's own -h output (which parses
+// nothing and loads nothing), so that it is always the one -h shows.
+func printSynopsis(w io.Writer, name string, cmd command) {
+	var help strings.Builder
+	cmd.run([]string{"-h"}, io.Discard, &help)
+	var lines []string
+	for line := range strings.SplitSeq(help.String(), "\n") {
+		if len(lines) == 0 && !strings.HasPrefix(strings.ToLower(line), "usage") {
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			break
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, strings.Join(lines, "\n"))
+	}
+	fmt.Fprintf(w, "Run \"glmrun %s -h\" for its flags.\n", name)
 }
 
 func usage(w io.Writer) {
@@ -96,7 +142,7 @@ commands:`)
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun \"glmrun <command> -h\" for a command's flags.\n\ngeneration flags (glmrun [generate]; chat takes the same but -p, -f and --no-display-prompt):")
+	fmt.Fprintln(w, "\nRun \"glmrun <command> -h\" or \"glmrun help <command>\" for a command's flags.\n\ngeneration flags (glmrun [generate]; chat takes the same but -p, -f and --no-display-prompt):")
 	fs, _, _, _, _ := newGenerateFlags(w)
 	fs.PrintDefaults()
 }
@@ -110,9 +156,24 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args with fs and wraps a failure as a usage error.
+// The flag package's own printing is silenced while it parses: on an error
+// it would print the message and the whole usage, and run prints the
+// message (and a synopsis) again; on -h the usage is printed here, once.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if fs.Usage != nil {
+				fs.Usage()
+			} else {
+				fmt.Fprintf(out, "usage of %s:\n", fs.Name())
+				fs.PrintDefaults()
+			}
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -48,7 +48,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&port, "port", 8080, "TCP `port` to listen on (0: any free port)")
 	fs.IntVar(&parallel, "parallel", server.DefaultParallel, "sequences that decode together, each with its own KV cache slot (`N`)")
 	fs.IntVar(&parallel, "np", server.DefaultParallel, "same as --parallel `N`")
-	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, at most %d)", server.DefaultContextSize))
+	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", server.DefaultContextSize))
 	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
 	fs.IntVar(&queue, "queue", server.DefaultQueueSize, "requests that may wait for a slot before the server answers 503 (`N`)")
 	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")
@@ -61,27 +61,22 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	case port < 0 || port > 65535:
-		return fmt.Errorf("%w: --port %d is not a TCP port", errUsage, port)
-	case parallel < 1:
-		return fmt.Errorf("%w: --parallel %d: need at least 1", errUsage, parallel)
-	case ctxSize < 0:
-		return fmt.Errorf("%w: --ctx-size %d is negative", errUsage, ctxSize)
-	case queue < 1:
-		return fmt.Errorf("%w: --queue %d: need at least 1", errUsage, queue)
-	case maxBody < 1:
-		return fmt.Errorf("%w: --max-body %d: need at least 1", errUsage, maxBody)
-	case tp < 1:
-		return fmt.Errorf("%w: --tp %d: need at least 1", errUsage, tp)
-	case threads < 0:
-		return fmt.Errorf("%w: --threads %d is negative", errUsage, threads)
 	}
+	warnings, err := serveFlags{host: host, backend: backend, port: port, parallel: parallel, ctxSize: ctxSize,
+		queue: queue, tp: tp, threads: threads, maxBody: maxBody, shutdownTimeout: shutdownTimeout}.check()
+	if err != nil {
+		return err
+	}
+	printWarnings(stderr, "serve", warnings)
 	if apiKey == "" {
 		apiKey = os.Getenv("GLMRUN_API_KEY")
 	}

@@ -45,7 +45,7 @@ func TestServeFlags(t *testing.T) {
 		{"queue", []string{"--queue", "0"}, 2, "--queue 0"},
 		{"args", []string{"extra"}, 2, "unexpected arguments"},
 		{"unknown flag", []string{"--nope"}, 2, "nope"},
-		{"backend", []string{"--port", "0", "--backend", "tpu"}, 1, "tpu"},
+		{"backend", []string{"--port", "0", "--backend", "tpu"}, 2, `--backend "tpu": want cpu or cuda`},
 		{"missing model", []string{"-m", "/nonexistent.gguf"}, 1, "nonexistent.gguf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -62,7 +64,12 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	if m != synth.MixQ4KM && m != synth.MixQ80 {
 		return fmt.Errorf("%w: -mix %q: want Q4_K_M or Q8_0", errUsage, *mix)
 	}
-	tp, err := modelPath(*tokPath)
+	// The file is built in memory for minutes before it is written: a
+	// directory that is not there should fail now, not then.
+	if dir := filepath.Dir(*out); !isDir(dir) {
+		return fmt.Errorf("%w: -o %s: directory %s does not exist", errUsage, *out, dir)
+	}
+	tp, err := modelPathFor("--tokenizer", *tokPath)
 	if err != nil {
 		return err
 	}
@@ -72,19 +79,32 @@ func runSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	defer tf.Close()
 	start := time.Now()
-	var last time.Time
-	n, err := synth.Write(*out, synth.Options{Shape: s, Mix: m, Seed: *seed, Tokenizer: tf,
-		Progress: func(done, total int64) {
+	o := synth.Options{Shape: s, Mix: m, Seed: *seed, Tokenizer: tf}
+	// A progress line that redraws itself, for a person at a terminal only.
+	tty := isTerminal(stderr)
+	if tty {
+		var last time.Time
+		o.Progress = func(done, total int64) {
 			if now := time.Now(); now.Sub(last) > time.Second || done == total {
 				last = now
 				fmt.Fprintf(stderr, "\rsynth: %d%% of %.2f GB", 100*done/max(total, 1), float64(total)/1e9)
 			}
-		}})
-	fmt.Fprintln(stderr)
+		}
+	}
+	n, err := synth.Write(*out, o)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: deepseek2 %d blocks, %s, %.2f GB of weights, %.1fs\n",
 		*out, s.Layers, m, float64(n)/1e9, time.Since(start).Seconds())
 	return nil
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

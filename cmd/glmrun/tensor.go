@@ -32,7 +32,6 @@ func runTensor(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) != 2 {
-		fs.Usage()
 		return fmt.Errorf("%w: want FILE.gguf and a tensor NAME, have %d arguments", errUsage, len(pos))
 	}
 	path, name := pos[0], pos[1]

@@ -40,7 +40,6 @@ flags:`)
 	var text string
 	switch {
 	case *file != "" && len(pos) > 0:
-		fs.Usage()
 		return fmt.Errorf("%w: give the text either with -f or as arguments, not both", errUsage)
 	case *file != "":
 		b, err := readTextFile(*file)
@@ -49,7 +48,6 @@ flags:`)
 		}
 		text = string(b)
 	case len(pos) == 0:
-		fs.Usage()
 		return fmt.Errorf("%w: no text to tokenize", errUsage)
 	default:
 		text = strings.Join(pos, " ")
@@ -94,7 +92,6 @@ flags:`)
 	}
 	ids, err := parseIDs(pos)
 	if err != nil {
-		fs.Usage()
 		return err
 	}
 	tok, err := loadTokenizer(modelFlag)

@@ -173,7 +173,7 @@ func TestTokenizeErrors(t *testing.T) {
 }
 
 func TestDefaultModelPath(t *testing.T) {
-	p, err := defaultModelPath()
+	p, err := defaultModelPath("-m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,12 +182,12 @@ func TestDefaultModelPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p != want {
-		t.Errorf("defaultModelPath() = %q, want %q", p, want)
+		t.Errorf("defaultModelPath(-m) = %q, want %q", p, want)
 	}
 	// From a directory outside the repository it is not found, and the
 	// error says to pass -m.
 	t.Chdir(t.TempDir())
-	if _, err := defaultModelPath(); err == nil || !strings.Contains(err.Error(), "-m") {
+	if _, err := defaultModelPath("-m"); err == nil || !strings.Contains(err.Error(), "-m") {
 		t.Errorf("outside the repository: error %v, want one suggesting -m", err)
 	}
 	code, _, errs := runTok(t, "tokenize", "hi")
