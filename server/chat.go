@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs)
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -299,18 +300,8 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if id := tok.EOS(); id >= 0 {
 		opts.EOSToken = tok.Text(id)
 	}
-	for k, v := range req.ChatTemplateKwargs {
-		if opts.Vars == nil {
-			opts.Vars = make(map[string]any)
-		}
-		opts.Vars[k] = v
-		if k == "enable_thinking" {
-			var b bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, invalid("chat_template_kwargs.enable_thinking", "enable_thinking must be true or false")
-			}
-			opts.NoThinking = !b
-		}
+	if e := thinkingOptions(&opts, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
+		return nil, e
 	}
 	text, err := s.cfg.Template.Render(msgs, opts)
 	if err != nil {
@@ -322,6 +313,49 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	}
 	p.thinking = strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), tagThink)
 	return p, nil
+}
+
+// reasoningEfforts are the values of OpenAI's reasoning_effort.
+var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// thinkingOptions sets the template options that switch thinking, from
+// OpenAI's reasoning_effort and llama-server's / vLLM's
+// chat_template_kwargs. Every kwarg becomes a template variable.
+// enable_thinking and clear_thinking must be booleans, and also set the
+// built-in template's options (which reads no variables). GLM's template
+// knows thinking on and off, no levels: reasoning_effort "none" turns it
+// off (as Ollama maps it), the other levels leave it on; the value is
+// passed as the variable reasoning_effort for templates that read it. An
+// explicit enable_thinking wins over reasoning_effort.
+func thinkingOptions(opts *chat.Options, effort *string, kwargs map[string]json.RawMessage) *apiError {
+	vars := make(map[string]any, len(kwargs)+1)
+	if effort != nil {
+		if !slices.Contains(reasoningEfforts, *effort) {
+			return invalid("reasoning_effort", "reasoning_effort must be one of %s, not %q",
+				strings.Join(reasoningEfforts, ", "), *effort)
+		}
+		vars["reasoning_effort"] = *effort
+		opts.NoThinking = *effort == "none"
+	}
+	for k, v := range kwargs {
+		vars[k] = v
+		switch k {
+		case "enable_thinking", "clear_thinking":
+			var b bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				return invalid("chat_template_kwargs."+k, "%s must be true or false, not %s", k, v)
+			}
+			if k == "enable_thinking" {
+				opts.NoThinking = !b
+			} else {
+				opts.ClearThinking = b
+			}
+		}
+	}
+	if len(vars) > 0 {
+		opts.Vars = vars
+	}
+	return nil
 }
 
 // appendChatLogprobs converts the scheduler's logprobs to OpenAI's chat form.

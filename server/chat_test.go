@@ -262,23 +262,30 @@ func TestChatToolCalls(t *testing.T) {
 		name      string
 		script    string
 		tools     bool
+		special   bool // Config.Special
 		content   string
 		reasoning string
 		calls     []call
 		finish    string
 	}{
-		{"one call", oneCall, true, "", "I need the weather.",
+		{"one call", oneCall, true, false, "", "I need the weather.",
+			[]call{{name: "get_weather", args: `{"city":"Paris","days":3,"code":"42"}`}}, "tool_calls"},
+		{"one call, special", oneCall, true, true, "", "I need the weather.",
 			[]call{{name: "get_weather", args: `{"city":"Paris","days":3,"code":"42"}`}}, "tool_calls"},
 		{"two calls", "</think>Checking.\n<tool_call>get_weather<arg_key>city</arg_key><arg_value>Oslo</arg_value></tool_call>\n" +
 			"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Rome</arg_value><arg_key>days</arg_key><arg_value>[1, 2]</arg_value></tool_call>",
-			true, "Checking.\n", "",
+			true, false, "Checking.\n", "",
 			[]call{{name: "get_weather", args: `{"city":"Oslo"}`}, {name: "get_weather", args: `{"city":"Rome","days":[1,2]}`}}, "tool_calls"},
-		{"no tools", oneCall, false,
+		// Without tools the markup is not parsed, and its control tokens
+		// are not text (vLLM skips special tokens the same way); --special
+		// shows them, as llama-server does.
+		{"no tools", oneCall, false, false, "get_weathercityParisdays3code42", "I need the weather.", nil, "stop"},
+		{"no tools, special", oneCall, false, true,
 			"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>3</arg_value><arg_key>code</arg_key><arg_value>42</arg_value></tool_call>",
 			"I need the weather.", nil, "stop"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := newTestServer(t, nil, scriptFor(testModel(t).tok, tc.script, "<|observation|>"))
+			ts := newTestServer(t, func(c *Config) { c.Special = tc.special }, scriptFor(testModel(t).tok, tc.script, "<|observation|>"))
 			p := openai.ChatCompletionNewParams{Model: testModelID, Messages: userMsg("Weather in Paris?")}
 			if tc.tools {
 				p.Tools = []openai.ChatCompletionToolUnionParam{weatherTool()}

@@ -5,28 +5,51 @@
 // GET /health and GET /metrics (Prometheus text format), with the request and
 // response shapes of OpenAI's API and the conventions of llama.cpp's
 // llama-server and vLLM where OpenAI says nothing: GLM thinking is returned as
-// reasoning_content beside content and switched per request with
-// chat_template_kwargs {"enable_thinking": false}; GLM tool calls
+// reasoning_content beside content; GLM tool calls
 // (<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>)
 // become OpenAI tool_calls when the request has tools. Streaming answers are
 // Server-Sent Events ("data: {...}\n\n" chunks ending with "data: [DONE]"),
-// flushed per token, never splitting a UTF-8 character.
+// flushed per token, never splitting a UTF-8 character; every text is valid
+// UTF-8 (a byte no character can be made of becomes U+FFFD), and the
+// streamed pieces add up to the whole answer.
+//
+// Thinking is on by default and switched per request with
+// chat_template_kwargs {"enable_thinking": false}, as in llama-server and
+// vLLM (every chat_template_kwargs entry is a template variable), or with
+// OpenAI's reasoning_effort: "none" turns it off; GLM knows no levels, so
+// "minimal" to "xhigh" leave it on (a template that reads reasoning_effort
+// gets it); enable_thinking wins when both are given. With thinking on the
+// prompt opens the reasoning block, so a reply that never closes it (cut
+// by max_tokens, say) is all reasoning_content, with content "", as
+// llama-server and vLLM return it.
+//
+// Control tokens (<|assistant|>, [gMASK], GLM's markup tags) are never part
+// of content, reasoning_content or a completion's text: the markup is parsed
+// and removed, other control tokens are dropped, and stop strings do not
+// match them. Config.Special (llama-server's --special) shows them.
 //
 // One scheduler goroutine owns the model: up to Config.Parallel sequences,
 // each with its own KV cache slot, advance together, one token each per step
 // (continuous batching); a new request is prefilled between steps and then
 // joins the step. Requests beyond the slots wait in a bounded queue, and a full
-// queue answers 503. A request whose client goes away is dropped at the next
-// step and its slot freed. A step is one batched pass (model.DecodeBatch):
+// queue answers 503. A request whose client goes away leaves the queue at
+// once, or, running, is dropped at the next step and its slot freed; either
+// way it counts as canceled. A step is one batched pass (model.DecodeBatch):
 // with a model loaded with batch-invariant products (model.Options,
 // "glmrun serve --batch-invariant") every request gets the tokens it gets
 // alone; by default steps of 16 or more sequences agree with that within
 // float rounding, as llama-server's and vLLM's batches do.
 //
 // Errors have OpenAI's shape, {"error": {"message", "type", "param", "code"}}:
-// 400 for malformed JSON and invalid parameters, 401 for a missing or wrong API
-// key, 404 for an unknown model, 413 for a request body over the limit or a
-// prompt that does not fit the context, 503 for a full queue.
+// 400 for malformed JSON and invalid parameters (code invalid_json,
+// invalid_type or invalid_value, param naming the field), and for a prompt
+// that does not fit the context (code context_length_exceeded, param
+// "messages" or "prompt", as OpenAI answers it); 401 for a missing or wrong
+// API key (invalid_api_key; the Bearer scheme is case-insensitive); 404
+// for an unknown model (model_not_found) or path (not_found); 405 for a
+// wrong method (method_not_allowed); 413 for a request body over the
+// limit (request_too_large); 503 for a full queue (server_busy) or a server
+// shutting down (shutting_down).
 //
 // The package runs what it is given and logs nothing: loading the model and
 // listening on a socket belong to the caller (cmd/glmrun).

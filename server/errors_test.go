@@ -80,8 +80,11 @@ func TestErrors(t *testing.T) {
 		{"prompt batch", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "prompt", "invalid_value"},
 		{"completion logprobs", "/v1/completions", `{"prompt": "hi", "logprobs": 50}`, 400, "logprobs", "invalid_value"},
 		{"echo", "/v1/completions", `{"prompt": "hi", "echo": true}`, 400, "echo", "invalid_value"},
-		{"prompt too long", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + long + `"}]}`, 413, "messages", "context_length_exceeded"},
-		{"prompt too long completions", "/v1/completions", `{"prompt": "` + long + `"}`, 413, "prompt", "context_length_exceeded"},
+		{"prompt too long", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + long + `"}]}`, 400, "messages", "context_length_exceeded"},
+		{"prompt too long completions", "/v1/completions", `{"prompt": "` + long + `"}`, 400, "prompt", "context_length_exceeded"},
+		{"prompt too long as tokens", "/v1/completions", `{"prompt": [` + strings.Repeat("5,", 63) + `5]}`, 400, "prompt", "context_length_exceeded"},
+		{"reasoning_effort", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": "extreme"}`, 400, "reasoning_effort", "invalid_value"},
+		{"clear_thinking", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"clear_thinking": 1}}`, 400, "chat_template_kwargs.clear_thinking", "invalid_value"},
 		{"body too large", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "` + strings.Repeat("x", 5000) + `"}]}`, 413, "", "request_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +93,12 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("status %d, want %d: %v", status, tc.status, body)
 			}
 			checkErrorBody(t, body, tc.param, tc.code)
+			if tc.code == "context_length_exceeded" {
+				e := body["error"].(map[string]any)
+				if e["type"] != "invalid_request_error" || !strings.Contains(e["message"].(string), "maximum context length is 64 tokens") {
+					t.Fatalf("error %v: want type invalid_request_error and OpenAI's message naming the 64-token context", e)
+				}
+			}
 		})
 	}
 
@@ -126,7 +135,7 @@ func TestErrors(t *testing.T) {
 		})
 		for s.Next() {
 		}
-		if !errors.As(s.Err(), &apiErr) || apiErr.StatusCode != 413 || apiErr.Code != "context_length_exceeded" {
+		if !errors.As(s.Err(), &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "context_length_exceeded" || apiErr.Param != "messages" {
 			t.Fatalf("streaming a prompt too long: %v", s.Err())
 		}
 	})
@@ -143,7 +152,16 @@ func TestAPIKey(t *testing.T) {
 		{"none", nil, 401},
 		{"wrong", map[string]string{"Authorization": "Bearer nope"}, 401},
 		{"not bearer", map[string]string{"Authorization": "Basic sekret"}, 401},
+		{"no space", map[string]string{"Authorization": "Bearersekret"}, 401},
+		{"no key", map[string]string{"Authorization": "Bearer"}, 401},
+		{"empty key", map[string]string{"Authorization": "Bearer "}, 401},
+		{"key prefix", map[string]string{"Authorization": "Bearer sekre"}, 401},
+		{"key and more", map[string]string{"Authorization": "Bearer sekret x"}, 401},
+		{"key in another header", map[string]string{"X-Api-Key": "sekret"}, 401},
 		{"right", map[string]string{"Authorization": "Bearer sekret"}, 200},
+		{"lowercase scheme", map[string]string{"Authorization": "bearer sekret"}, 200},
+		{"uppercase scheme", map[string]string{"Authorization": "BEARER sekret"}, 200},
+		{"extra spaces", map[string]string{"Authorization": "  Bearer   sekret "}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, b := post(t, ts.url, "/v1/chat/completions", body, tc.header)
@@ -185,7 +203,7 @@ func TestQueueFull(t *testing.T) {
 	go send() // takes the slot, then waits at the gate
 	waitFor(t, "the first request in its slot", func() bool { return ts.s.metrics.active.Load() == 1 })
 	go send() // waits in the queue
-	waitFor(t, "the second request in the queue", func() bool { return len(ts.s.sched.queue) == 1 })
+	waitFor(t, "the second request in the queue", func() bool { return ts.s.sched.queue.len() == 1 })
 	status, b := post(t, ts.url, "/v1/chat/completions", body, nil)
 	if status != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503: %v", status, b)

@@ -21,9 +21,9 @@ type metrics struct {
 	decodeNanos  atomic.Int64
 	steps        atomic.Int64
 	completed    atomic.Int64 // sequences that ended normally
-	canceled     atomic.Int64 // sequences dropped because the client left
+	canceled     atomic.Int64 // requests dropped because the client left (queued or running)
 	rejected     atomic.Int64 // requests refused with 503 (queue full)
-	queueDepth   atomic.Int64
+	queueDepth   atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
 	active       atomic.Int64
 
 	mu       sync.Mutex
@@ -115,7 +115,7 @@ func (m *metrics) write(w io.Writer, parallel, queueCap int) error {
 	one("glmrun_decode_steps_total", "counter", "Decode steps (one token for every active sequence).", m.steps.Load())
 	one("glmrun_decode_tokens_per_second", "gauge", "Aggregate decode tokens/s over the recent steps.", m.decodeRate())
 	one("glmrun_sequences_completed_total", "counter", "Sequences that ended with a finish reason.", m.completed.Load())
-	one("glmrun_sequences_canceled_total", "counter", "Sequences dropped because their client went away.", m.canceled.Load())
+	one("glmrun_sequences_canceled_total", "counter", "Requests dropped because their client went away, waiting for a slot or running.", m.canceled.Load())
 	one("glmrun_requests_rejected_total", "counter", "Requests refused because the queue was full.", m.rejected.Load())
 	one("glmrun_queue_depth", "gauge", "Requests waiting for a slot.", m.queueDepth.Load())
 	one("glmrun_queue_capacity", "gauge", "Most requests that may wait for a slot.", queueCap)

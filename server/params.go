@@ -121,33 +121,38 @@ func checkN(n *int) *apiError {
 	return nil
 }
 
-// checkPromptLen refuses a prompt that leaves no room for a reply.
+// checkPromptLen refuses a prompt that leaves no room for a reply, with
+// OpenAI's answer to it: 400 context_length_exceeded (SDKs raise their
+// bad-request error for it, and some recognise the message's "maximum
+// context length").
 func (s *Server) checkPromptLen(param string, n int) *apiError {
 	if n == 0 {
 		return invalid(param, "the prompt is empty")
 	}
 	if n >= s.ctxSize {
-		return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Param: ptr(param),
+		return &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Param: ptr(param),
 			Code: ptr("context_length_exceeded"),
-			Message: fmt.Sprintf("the prompt has %d tokens but the context holds %d (prompt and reply): shorten it or raise --ctx-size",
-				n, s.ctxSize)}
+			Message: fmt.Sprintf("This model's maximum context length is %d tokens, prompt and reply together; "+
+				"your %s resulted in %d tokens. Shorten the %s or raise --ctx-size.", s.ctxSize, param, n, param)}
 	}
 	return nil
 }
 
-// start queues a generation and returns it, or a 503 when the queue is full.
-func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int) (*request, *apiError) {
+// start queues a generation and returns it, or a 503 when the queue is full
+// or the server is shutting down. markers are the control tokens the reply
+// parser reads (Server.markers for chat, nil for completions).
+func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int, markers map[int32]byte) (*request, *apiError) {
 	r := &request{
 		ctx: ctx, prompt: prompt, maxTokens: maxTokens, stop: stop, sampler: smp,
-		logprobs: logprobs, topLogprobs: top, out: newOutbox(),
+		logprobs: logprobs, topLogprobs: top, markers: markers, out: newOutbox(),
 	}
 	if s.script != nil {
 		r.script = s.script(prompt)
 	}
-	if s.sched.closed() {
-		return nil, runError(errShutdown)
-	}
 	if !s.sched.submit(r) {
+		if s.sched.closed() {
+			return nil, runError(errShutdown)
+		}
 		s.metrics.rejected.Add(1)
 		return nil, busy()
 	}

@@ -34,6 +34,10 @@ func TestReplyParser(t *testing.T) {
 	fn := func(id, name, args string) toolCall {
 		return c{ID: id, Type: "function", Function: functionCall{Name: name, Arguments: args}}
 	}
+	// mk is the scheduler's marker of a markup control token.
+	mk := func(tag string) string { return string([]byte{markerOf(tag)}) }
+	think, thinkEnd, call, callEnd := mk(tagThink), mk(tagThinkEnd), mk(tagToolCall), mk(tagToolCallEnd)
+	key, keyEnd, val, valEnd := mk(tagArgKey), mk(tagArgKeyEnd), mk(tagArgValue), mk(tagArgValueEnd)
 	for _, tc := range []struct {
 		name      string
 		thinking  bool
@@ -63,6 +67,26 @@ func TestReplyParser(t *testing.T) {
 		{"malformed call", false, true, "<tool_call>f<arg_value>1</arg_value></tool_call>", "", "<tool_call>f<arg_value>1</arg_value></tool_call>", nil},
 		{"no name", false, true, "<tool_call><arg_key>a</arg_key><arg_value>1</arg_value></tool_call>", "",
 			"<tool_call><arg_key>a</arg_key><arg_value>1</arg_value></tool_call>", nil},
+		{"leading think without thinking", false, false, "\n<think>x</think>y", "x", "y", nil},
+		{"leading text is not think", false, false, "<thin", "", "<thin", nil},
+
+		// Control tokens arrive as markers: consumed as markup, dropped
+		// where they are not.
+		{"marker reasoning", true, false, "a < b" + thinkEnd + "so b", "a < b", "so b", nil},
+		{"marker reopened think", true, false, "\n" + think + "x" + thinkEnd + "y", "x", "y", nil},
+		{"marker think without thinking", false, false, think + "x" + thinkEnd + "y", "x", "y", nil},
+		{"stray markers", true, false, "a" + think + "b" + call + thinkEnd + "c" + thinkEnd + valEnd + "d", "ab", "cd", nil},
+		{"unclosed marker reasoning", true, false, "still" + key, "still", "", nil},
+		{"markers without tools", false, false, call + "f" + key + "k" + keyEnd + callEnd, "", "fk", nil},
+		{"marker call", true, true, "hm" + thinkEnd + "Look.\n" + call + "f\n" + key + "n" + keyEnd + val + "2" + valEnd + callEnd + "\n",
+			"hm", "Look.\n", []toolCall{fn("call_1", "f", `{"n":2}`)}},
+		{"marker and text tags mixed", false, true, call + "f<arg_key>s</arg_key>" + val + "<b>" + valEnd + "</tool_call>",
+			"", "", []toolCall{fn("call_1", "f", `{"s":"<b>"}`)}},
+		{"malformed marker call", false, true, "x" + call + "f" + val + "1" + valEnd + callEnd + "y", "", "xf1y", nil},
+		{"unclosed marker call", false, true, "x" + call + "f" + key + "a", "", "xfa", nil},
+		{"markers around calls", false, true, call + "f" + callEnd + "\n" + thinkEnd + "\n" + call + "f" + callEnd, "", "",
+			[]toolCall{fn("call_1", "f", "{}"), fn("call_2", "f", "{}")}},
+		{"replacement characters stay", true, false, "\uFFFD" + thinkEnd + "\uFFFD", "\uFFFD", "\uFFFD", nil},
 	} {
 		for _, n := range []int{0, 1, 2, 3, 5, 7} {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, n), func(t *testing.T) {

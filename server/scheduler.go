@@ -98,12 +98,21 @@ type request struct {
 	logprobs    bool
 	topLogprobs int
 	script      []int32 // test hook: tokens to emit instead of sampling
-	out         outbox
+	// markers maps the control tokens of the reply markup (<think>,
+	// <tool_call>, ...) to the marker bytes the reply parser reads them
+	// by (see markupMarkers); nil renders no control token (completions,
+	// or a server with Config.Special, whose decoder renders them all).
+	markers map[int32]byte
+	out     outbox
+	// unwatch stops the watch that takes the request out of the queue when
+	// its client goes away; the scheduler calls it on admitting the request.
+	unwatch func() bool
 }
 
-// event is what the scheduler tells a handler: text (whole UTF-8
-// characters) and the log-probabilities of the tokens that produced it;
-// the last event of a request has finish or err set.
+// event is what the scheduler tells a handler: text (whole, valid UTF-8
+// characters, with the request's markup markers between them) and the
+// log-probabilities of the tokens that produced it; the last event of a
+// request has finish or err set.
 type event struct {
 	text     string
 	logprobs []tokenLogprob
@@ -165,6 +174,86 @@ type sequence struct {
 	lps       []tokenLogprob
 }
 
+// waitQueue is the FIFO of requests waiting for a slot. A request leaves it
+// when the scheduler admits it or, at once, when its client goes away, so
+// that the queue-depth gauge counts only requests someone still waits for
+// and a client that gave up does not hold a place a new one could take.
+type waitQueue struct {
+	mu     sync.Mutex
+	items  []*request
+	size   int           // most items
+	closed bool          // the scheduler stopped: nothing more is queued
+	ready  chan struct{} // capacity 1: a request was pushed
+	depth  *atomic.Int64 // the gauge, set to len(items) under mu
+}
+
+func newWaitQueue(size int, depth *atomic.Int64) *waitQueue {
+	return &waitQueue{size: size, ready: make(chan struct{}, 1), depth: depth}
+}
+
+// push appends r; it reports false when the queue is full or closed.
+func (q *waitQueue) push(r *request) bool {
+	q.mu.Lock()
+	if q.closed || len(q.items) >= q.size {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, r)
+	q.depth.Store(int64(len(q.items)))
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pop removes and returns the oldest request, or nil when there is none.
+func (q *waitQueue) pop() *request {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return nil
+	}
+	r := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	q.depth.Store(int64(len(q.items)))
+	return r
+}
+
+// remove takes r out of the queue; it reports whether r was in it.
+func (q *waitQueue) remove(r *request) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, it := range q.items {
+		if it == r {
+			q.items = append(q.items[:i], q.items[i+1:]...)
+			q.depth.Store(int64(len(q.items)))
+			return true
+		}
+	}
+	return false
+}
+
+// close refuses further pushes and returns the requests still queued.
+func (q *waitQueue) close() []*request {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	rs := q.items
+	q.items = nil
+	q.depth.Store(0)
+	return rs
+}
+
+// len returns the number of queued requests.
+func (q *waitQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
 // scheduler owns the model and runs every sequence: one goroutine, so the
 // sessions need no locks.
 type scheduler struct {
@@ -172,10 +261,11 @@ type scheduler struct {
 	tok      *tokenizer.Tokenizer
 	ctxSize  int
 	parallel int
+	special  bool // render every control token (Config.Special)
 	stepper  Stepper
 	metrics  *metrics
 
-	queue chan *request
+	queue *waitQueue
 	quit  chan struct{}
 	done  chan struct{}
 
@@ -184,29 +274,36 @@ type scheduler struct {
 	active []*sequence
 }
 
-func newScheduler(m *model.Model, tok *tokenizer.Tokenizer, ctxSize, parallel, queue int, st Stepper, mt *metrics) *scheduler {
+func newScheduler(m *model.Model, tok *tokenizer.Tokenizer, ctxSize, parallel, queue int, special bool, st Stepper, mt *metrics) *scheduler {
 	return &scheduler{
-		m: m, tok: tok, ctxSize: ctxSize, parallel: parallel, stepper: st, metrics: mt,
-		queue: make(chan *request, queue),
+		m: m, tok: tok, ctxSize: ctxSize, parallel: parallel, special: special, stepper: st, metrics: mt,
+		queue: newWaitQueue(queue, &mt.queueDepth),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
 }
 
-// submit queues r; it reports false when the queue is full.
+// submit queues r; it reports false when the queue is full or the
+// scheduler stopped. A queued request whose context ends leaves the queue
+// at once and counts as canceled; if the scheduler takes it first, admit
+// counts it, so each canceled request counts once.
 func (s *scheduler) submit(r *request) bool {
-	select {
-	case <-s.quit:
-		return false
-	default:
-	}
-	select {
-	case s.queue <- r:
-		s.metrics.queueDepth.Store(int64(len(s.queue)))
-		return true
-	default:
+	if s.closed() {
 		return false
 	}
+	// Armed before the push, so that the scheduler, which may pop r as soon
+	// as it is pushed, always finds unwatch set.
+	r.unwatch = context.AfterFunc(r.ctx, func() {
+		if s.queue.remove(r) {
+			s.metrics.canceled.Add(1)
+			r.out.put(event{err: r.ctx.Err(), usage: *newUsage(len(r.prompt), 0)})
+		}
+	})
+	if !s.queue.push(r) {
+		r.unwatch()
+		return false
+	}
+	return true
 }
 
 // closed reports whether close was called.
@@ -241,12 +338,10 @@ func (s *scheduler) run() {
 			return
 		}
 		s.metrics.active.Store(int64(len(s.active)))
-		s.metrics.queueDepth.Store(int64(len(s.queue)))
 		s.dropCanceled()
 		s.prefill()
 		s.decode()
 		s.metrics.active.Store(int64(len(s.active)))
-		s.metrics.queueDepth.Store(int64(len(s.queue)))
 	}
 }
 
@@ -254,23 +349,24 @@ func (s *scheduler) run() {
 // nothing is running. It reports false when the scheduler must stop.
 func (s *scheduler) admit() bool {
 	for len(s.active) < s.parallel {
-		var r *request
-		if len(s.active) == 0 {
-			select {
-			case r = <-s.queue:
-			case <-s.quit:
-				return false
-			}
-		} else {
-			select {
-			case r = <-s.queue:
-			case <-s.quit:
-				return false
-			default:
+		if s.closed() {
+			return false
+		}
+		r := s.queue.pop()
+		if r == nil {
+			if len(s.active) > 0 {
 				return true
 			}
+			select { // idle: wait for a request
+			case <-s.queue.ready:
+				continue
+			case <-s.quit:
+				return false
+			}
 		}
+		r.unwatch() // from now on dropCanceled sees its client leave
 		if err := r.ctx.Err(); err != nil {
+			s.metrics.canceled.Add(1)
 			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
 			continue
 		}
@@ -279,7 +375,9 @@ func (s *scheduler) admit() bool {
 			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
 			continue
 		}
-		s.active = append(s.active, &sequence{req: r, sess: sess, dec: s.tok.NewDecoder(true)})
+		// Invalid UTF-8 from byte tokens becomes U+FFFD here, once for
+		// every consumer: the stream, the whole reply and stop strings.
+		s.active = append(s.active, &sequence{req: r, sess: sess, dec: s.tok.NewValidDecoder(s.special)})
 	}
 	select {
 	case <-s.quit:
@@ -335,20 +433,15 @@ func (s *scheduler) shutdown() {
 	for len(s.active) > 0 {
 		s.fail(s.active[0], errShutdown)
 	}
-	for {
-		select {
-		case r := <-s.queue:
-			r.out.put(event{err: errShutdown, usage: *newUsage(len(r.prompt), 0)})
-		default:
-			for _, sess := range s.pool {
-				sess.Close()
-			}
-			s.pool = nil
-			s.metrics.active.Store(0)
-			s.metrics.queueDepth.Store(0)
-			return
-		}
+	for _, r := range s.queue.close() {
+		r.unwatch()
+		r.out.put(event{err: errShutdown, usage: *newUsage(len(r.prompt), 0)})
 	}
+	for _, sess := range s.pool {
+		sess.Close()
+	}
+	s.pool = nil
+	s.metrics.active.Store(0)
 }
 
 // prefill runs new prompts through the model, oldest first, up to
@@ -400,9 +493,10 @@ func (s *scheduler) decode() {
 	logits, errs := s.stepper.Step(sessions, tokens)
 	s.metrics.step(len(seqs), time.Since(start))
 	// Each sequence samples from its own logits with its own sampler, so a
-	// batch's draws run in parallel: over GLM's 151k logits a draw takes
-	// 0.3 ms (llama.cpp's default chain) to 5 ms (top-p alone) and
-	// log-probabilities 3 ms, for each of up to --parallel sequences.
+	// batch's draws run in parallel: a draw (top-p sorts) and the
+	// log-probabilities each pass over GLM's 151k logits, for each of up
+	// to --parallel sequences, which in series would add up to a real part
+	// of a step.
 	picks := make([]pick, len(seqs))
 	forEach(len(seqs), func(i int) {
 		if errs == nil || errs[i] == nil {
@@ -506,10 +600,18 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 		}
 		seq.lps = append(seq.lps, tl)
 	}
-	text, err := seq.dec.Add(id)
-	if err != nil {
-		s.fail(seq, fmt.Errorf("server: detokenize: %w", err))
-		return
+	var text string
+	if m, ok := r.markers[id]; ok {
+		// A markup control token: the reply parser reads it by its marker
+		// and drops it from the reply. It ends an unfinished character,
+		// as its text would.
+		text = seq.dec.Flush() + string([]byte{m})
+	} else {
+		var err error
+		if text, err = seq.dec.Add(id); err != nil {
+			s.fail(seq, fmt.Errorf("server: detokenize: %w", err))
+			return
+		}
 	}
 	seq.held += text
 	if i := stopIndex(seq.held, r.stop); i >= 0 {

@@ -45,8 +45,17 @@ type Config struct {
 	// get 503. 0 means DefaultQueueSize.
 	QueueSize int
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on the
-	// /v1/ endpoints (GET /health and GET /metrics stay open, as in vLLM).
+	// /v1/ endpoints (GET /health and GET /metrics stay open, as in vLLM);
+	// the scheme is case-insensitive, as HTTP defines it.
 	APIKey string
+	// Special renders control tokens (<|assistant|>, <think>, <tool_call>,
+	// ...) as their text in replies, as llama-server --special does. By
+	// default they never appear in content, reasoning_content or a
+	// completion's text: the reply markup is parsed into reasoning and
+	// tool calls and removed, and other control tokens are dropped. With
+	// Special the markup is still parsed, and what the parser does not
+	// consume stays in the text.
+	Special bool
 	// MaxBodyBytes limits request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Stepper runs the decode steps; nil means BatchStepper.
@@ -62,6 +71,7 @@ type Server struct {
 	mux     *http.ServeMux
 	created int64
 	ctxSize int
+	markers map[int32]byte // chat requests' markup control tokens; nil with Config.Special
 
 	// script, when set (tests only), gives the tokens a request emits
 	// instead of sampled ones, from its prompt.
@@ -115,7 +125,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
 	}
 	s := &Server{cfg: cfg, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize}
-	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Stepper, s.metrics)
+	if !cfg.Special {
+		s.markers = markupMarkers(cfg.Tokenizer)
+	}
+	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
 	s.sched.pool = append(s.sched.pool, probe)
 	s.sched.nSess = 1
 	s.mux = http.NewServeMux()
@@ -168,10 +181,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 }
 
+// authorized reports whether r carries the API key as a bearer token. The
+// scheme is matched case-insensitively (RFC 9110, section 11.1), so
+// "bearer KEY" and "BEARER KEY" pass too.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.cfg.APIKey)) == 1

@@ -85,14 +85,7 @@ func (bf benchFlags) check() (warnings []string, err error) {
 	case bf.tp < 1:
 		return nil, usageErr("--tp %d: want >= 1", bf.tp)
 	}
-	warn, err := checkThreads("-t", bf.threads, bf.tp)
-	if err != nil {
-		return nil, err
-	}
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
-	if err := checkBackend(bf.backend); err != nil {
+	if err := checkDevices("-t", bf.threads, bf.tp, bf.backend, &warnings); err != nil {
 		return nil, err
 	}
 	return warnings, nil

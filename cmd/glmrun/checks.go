@@ -54,6 +54,20 @@ func checkThreads(name string, threads, tp int) (warning string, err error) {
 	return "", nil
 }
 
+// checkDevices checks the thread count (flag name threadsFlag) and the
+// --backend name of a command that runs the model on tp devices,
+// appending checkThreads' warning, if any, to warnings.
+func checkDevices(threadsFlag string, threads, tp int, backend string, warnings *[]string) error {
+	warn, err := checkThreads(threadsFlag, threads, tp)
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		*warnings = append(*warnings, warn)
+	}
+	return checkBackend(backend)
+}
+
 // checkBackend checks a --backend name.
 func checkBackend(name string) error {
 	if !slices.Contains(knownBackends, name) {

@@ -49,14 +49,7 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 	case ff.text != "" && ff.tokens != "":
 		return nil, usageErr("give --tokens or --text, not both")
 	}
-	warn, err := checkThreads("--threads", ff.threads, ff.tp)
-	if err != nil {
-		return nil, err
-	}
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
-	if err := checkBackend(ff.backend); err != nil {
+	if err := checkDevices("--threads", ff.threads, ff.tp, ff.backend, &warnings); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {

@@ -106,14 +106,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 //
 // and every number finite as a float32.
 func (g *genFlags) check() (warnings []string, err error) {
-	warn, err := checkThreads("-t (--threads)", g.threads, g.tp)
-	if err != nil {
-		return nil, err
-	}
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
-	if err := checkBackend(g.backend); err != nil {
+	if err := checkDevices("-t (--threads)", g.threads, g.tp, g.backend, &warnings); err != nil {
 		return nil, err
 	}
 	temp, topP, minP, rep := float32(g.temp), float32(g.topP), float32(g.minP), float32(g.repeatPen)

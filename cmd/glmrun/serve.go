@@ -59,6 +59,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	special := fs.Bool("special", false, "show control tokens (<|assistant|>, <think>, <tool_call>, ...) in replies as their text")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
 	fs.Usage = func() {
@@ -113,7 +114,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	defer m.Close()
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
-		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody,
+		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special,
 	})
 	if err != nil {
 		return err

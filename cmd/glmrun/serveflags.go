@@ -53,14 +53,7 @@ func (sf serveFlags) check() (warnings []string, err error) {
 	case sf.shutdownTimeout < 0:
 		return nil, usageErr("--shutdown-timeout %v is negative (0: cut running requests at once)", sf.shutdownTimeout)
 	}
-	warn, err := checkThreads("-t (--threads)", sf.threads, sf.tp)
-	if err != nil {
-		return nil, err
-	}
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
-	if err := checkBackend(sf.backend); err != nil {
+	if err := checkDevices("-t (--threads)", sf.threads, sf.tp, sf.backend, &warnings); err != nil {
 		return nil, err
 	}
 	return warnings, nil
