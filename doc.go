@@ -4,12 +4,15 @@
 // Load opens a model file and reads, with the weights, its tokenizer and chat
 // template. A Model is shared, read-only, by any number of Sessions; each
 // Session is one sequence with its own KV cache, so several Sessions may
-// generate at the same time from different goroutines. A single Session is
-// not safe for concurrent use.
+// generate at the same time from different goroutines. A Session's methods
+// run one at a time; Close may be called from any goroutine, and after it,
+// or after Model.Close, every method that needs the weights or the cache
+// returns an error wrapping ErrClosed instead of touching freed memory.
 //
 // A Session holds a token sequence. Prompt replaces it (text or token ids),
 // Append extends it, and Generate samples a continuation, streaming it as an
-// iter.Seq2 of Tokens whose Text pieces are always whole UTF-8 characters.
+// iter.Seq2 of Tokens whose Text pieces are always whole, valid UTF-8
+// characters (U+FFFD for a byte that cannot form one).
 // Generation stops at an end-of-generation token, a stop string (never
 // emitted, found across token boundaries), a token limit, a full context,
 // or when its context.Context is canceled. Chat renders a conversation with

@@ -14,6 +14,36 @@ import (
 // examples print token ids and stop reasons.
 const bundled = "testdata/models/glm5-mini.Q8_0.gguf"
 
+// Example_chat is the README's library example (TestReadmeExample keeps
+// the two equal): load a model, start a session and stream a chat reply.
+// The path is the bundled model's, from the repository's root.
+func Example_chat() {
+	ctx := context.Background()
+	m, err := glmrun.Load("testdata/models/glm5-mini.Q8_0.gguf", glmrun.Options{ContextSize: 4096})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(glmrun.SessionOptions{}) // one per conversation; sessions may run concurrently
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	msgs := []glmrun.Message{{Role: "user", Content: "Hi!"}}
+	opts := glmrun.ChatOptions{
+		GenerateOptions: glmrun.GenerateOptions{SampleOptions: glmrun.DefaultSampleOptions(42), MaxTokens: 64},
+		NoThinking:      true,
+	}
+	for tok, err := range s.Chat(ctx, msgs, opts) { // or s.Prompt(text), then s.Generate(ctx, opts.GenerateOptions)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Print(tok.Text)
+	}
+	st := s.Stats()
+	fmt.Printf("\n%d tokens, stopped by %s\n", st.Generated, st.Stop)
+}
+
 // Example loads a model, gives a prompt and streams a greedy continuation.
 func Example() {
 	m, err := glmrun.Load(bundled, glmrun.Options{ContextSize: 256})

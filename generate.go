@@ -16,6 +16,11 @@ import (
 // is greedy decoding; sample.DefaultOptions gives llama.cpp's defaults.
 type SampleOptions = sample.Options
 
+// DefaultSampleOptions returns llama.cpp's default sampling settings
+// (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) with the given seed
+// (sample.DefaultOptions).
+func DefaultSampleOptions(seed uint64) SampleOptions { return sample.DefaultOptions(seed) }
+
 // TokenLogprob is a token id with its log-probability.
 type TokenLogprob = sample.TokenLogprob
 
