@@ -88,9 +88,13 @@ func (a *MLA) DecodeBatch(out, x backend.Buffer, seqs []Seq, s *Scratch) error {
 		dev.Rope(row, 1, 1, wd, kr, sq.Pos, c.Rope)
 	}
 
-	// DSA selections, per sequence (nil where it sees every key).
+	// DSA selections, per sequence (nil where it sees every key); a
+	// shared layer keeps those of the full layer before it.
 	s.Sel = nil
-	sels := make([]backend.IDs, n)
+	if !a.SharedIndexer || len(s.sels) != n {
+		s.sels = make([]backend.IDs, n)
+	}
+	sels := s.sels
 	if w.Indexer != nil {
 		if err := a.indexBatch(sels, x, cq, seqs, s); err != nil {
 			return err

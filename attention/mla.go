@@ -154,6 +154,10 @@ type MLA struct {
 	W     *Shard
 	Layer int // index into the LatentCache
 	Dev   backend.Device
+	// SharedIndexer marks a GLM-5.2 "shared" layer: it has no indexer and
+	// attends to the keys the last full layer before it chose, which its
+	// Forward (or DecodeBatch) left in the Scratch that this layer gets.
+	SharedIndexer bool
 }
 
 // Form selects how MLA.Forward computes attention.
@@ -174,6 +178,9 @@ const (
 type Scratch struct {
 	qa, cq, q, kva, ik, iq, iw, kqv backend.Scratch
 	sel                             backend.ScratchIDs
+	// sels are DecodeBatch's per-sequence selections (views of sel, nil
+	// where a sequence sees every key), kept for the shared layers after.
+	sels []backend.IDs
 
 	// KQV is the attention output before attn_output, [T, Heads·dv] of
 	// this device's heads.
@@ -263,12 +270,16 @@ func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s 
 	dev.RMSNorm(rows, rows, T, wd, w.KVANorm, c.RMSEps)
 	dev.Rope(rows, T, 1, wd, kr, pos0, c.Rope)
 
-	// DSA: choose the keys each query may see.
-	s.Sel = nil
-	if w.Indexer != nil {
+	// DSA: choose the keys each query may see; a shared layer keeps the
+	// selection the full layer before it left in s.Sel.
+	switch {
+	case w.Indexer != nil:
+		s.Sel = nil
 		if err := a.index(x, cq, T, pos0, cache, s); err != nil {
 			return err
 		}
+	case !a.SharedIndexer:
+		s.Sel = nil
 	}
 
 	kqv := g.get(&s.kqv, T*H*dv)

@@ -63,6 +63,18 @@ type Config struct {
 	IndexerHeads int // attention.indexer.head_count
 	IndexerDim   int // attention.indexer.key_length
 	IndexerTopK  int // attention.indexer.top_k
+	// IndexerFull is attention.indexer.types, one entry per block (trunk
+	// and NextN): true for a layer with its own indexer, false for a
+	// GLM-5.2 "shared" layer, which has no indexer tensors and attends to
+	// the keys the last full layer before it chose. nil: every layer is
+	// full (GLM-5).
+	IndexerFull []bool
+}
+
+// IndexerShared reports whether layer l reuses the previous full layer's
+// DSA selection instead of running an indexer of its own.
+func (c *Config) IndexerShared(l int) bool {
+	return l < len(c.IndexerFull) && !c.IndexerFull[l]
 }
 
 // meta is the part of *gguf.File the config reader needs; a small
@@ -73,7 +85,9 @@ type meta interface {
 	Float(key string) (float64, error)
 	String(key string) (string, error)
 	Bool(key string) (bool, error)
+	Bools(key string) ([]bool, error)
 	Len(key string) (int, bool) // number of elements of an array KV
+	Keys() []string             // every key, in file order
 }
 
 // maxDim bounds every size read from metadata, so that a corrupt header
@@ -333,11 +347,33 @@ func readConfig(m meta) (Config, error) {
 		if r.err == nil && c.QLoraRank == 0 {
 			r.fail(r.key("attention.q_lora_rank"), "missing (the DSA indexer needs the q latent)")
 		}
+		c.IndexerFull = r.indexerTypes(c.BlockCount)
 	}
 	if r.err != nil {
 		return Config{}, r.err
 	}
 	return c, nil
+}
+
+// indexerTypes reads attention.indexer.types: one bool per block, the
+// first true (a shared layer needs a full one before it).
+func (r *configReader) indexerTypes(blocks int) []bool {
+	key := r.key("attention.indexer.types")
+	if r.err != nil || !r.m.Has(key) {
+		return nil
+	}
+	types, err := r.m.Bools(key)
+	switch {
+	case err != nil:
+		r.err = fmt.Errorf("model: %w", err)
+	case len(types) != blocks:
+		r.fail(key, "%d entries, want one per block (block_count %d)", len(types), blocks)
+	case !types[0]:
+		r.fail(key, "layer 0 is shared: a shared layer reuses the selection of a full layer before it, and there is none")
+	default:
+		return types
+	}
+	return nil
 }
 
 // yarnG is g(f, m) = 1 + 0.1·m·ln f for f > 1, else 1 (docs/MATH.md

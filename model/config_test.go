@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,27 @@ func (m fakeMeta) Bool(key string) (bool, error) {
 		return false, fmt.Errorf("key %q: not a bool", key)
 	}
 	return b, nil
+}
+
+func (m fakeMeta) Bools(key string) ([]bool, error) {
+	v, err := m.get(key)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := v.([]bool)
+	if !ok {
+		return nil, fmt.Errorf("key %q: not an array of bool", key)
+	}
+	return b, nil
+}
+
+func (m fakeMeta) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func (m fakeMeta) Len(key string) (int, bool) {
@@ -213,6 +235,39 @@ func TestReadConfigDefaults(t *testing.T) {
 	}
 }
 
+// indexerTypes returns n full layers but the shared ones listed.
+func indexerTypes(n int, shared ...int) []bool {
+	t := make([]bool, n)
+	for i := range t {
+		t[i] = !slices.Contains(shared, i)
+	}
+	return t
+}
+
+// TestIndexerTypes: GLM-5.2's attention.indexer.types marks the shared
+// layers; without the key every layer is full.
+func TestIndexerTypes(t *testing.T) {
+	m := glm5Meta()
+	c, err := readConfig(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range c.BlockCount {
+		if c.IndexerShared(l) {
+			t.Fatalf("GLM-5: layer %d shared", l)
+		}
+	}
+	m["glm-dsa.attention.indexer.types"] = indexerTypes(79, 1, 2, 78)
+	if c, err = readConfig(m); err != nil {
+		t.Fatal(err)
+	}
+	for l := range c.BlockCount {
+		if want := l == 1 || l == 2 || l == 78; c.IndexerShared(l) != want {
+			t.Errorf("layer %d: shared %v, want %v", l, c.IndexerShared(l), want)
+		}
+	}
+}
+
 func TestReadConfigErrors(t *testing.T) {
 	cases := []struct {
 		name string
@@ -239,6 +294,12 @@ func TestReadConfigErrors(t *testing.T) {
 		{"wrong type", func(m fakeMeta) { m["glm-dsa.block_count"] = "many" }, "glm-dsa.block_count"},
 		{"scaling", func(m fakeMeta) { m["glm-dsa.rope.scaling.type"] = "longrope" }, `"longrope" is not supported`},
 		{"nan", func(m fakeMeta) { m["glm-dsa.rope.freq_base"] = math.NaN() }, "not finite"},
+		{"indexer types length", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = []bool{true, false} },
+			`"glm-dsa.attention.indexer.types": 2 entries, want one per block (block_count 79)`},
+		{"first layer shared", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = indexerTypes(79, 0, 5) },
+			`"glm-dsa.attention.indexer.types": layer 0 is shared`},
+		{"indexer types not bools", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = "full" },
+			`"glm-dsa.attention.indexer.types": not an array of bool`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

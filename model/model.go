@@ -181,6 +181,33 @@ func (m fileMeta) Uint(key string) (uint64, error)   { return m.f.Uint(key) }
 func (m fileMeta) Float(key string) (float64, error) { return m.f.Float(key) }
 func (m fileMeta) String(key string) (string, error) { return m.f.String(key) }
 func (m fileMeta) Bool(key string) (bool, error)     { return m.f.Bool(key) }
+func (m fileMeta) Bools(key string) ([]bool, error) {
+	v, ok := m.f.Lookup(key)
+	if !ok {
+		return nil, fmt.Errorf("gguf: key %q: missing", key)
+	}
+	if v.Type() != gguf.TypeArray || v.ElemType() != gguf.TypeBool {
+		return nil, fmt.Errorf("gguf: key %q: is %s, want an array of bool", key, v.Type())
+	}
+	out := make([]bool, v.Len())
+	for i := range out {
+		b, err := v.Index(i).AsBool()
+		if err != nil {
+			return nil, fmt.Errorf("gguf: key %q[%d]: %w", key, i, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+func (m fileMeta) Keys() []string {
+	keys := make([]string, len(m.f.KVs))
+	for i, kv := range m.f.KVs {
+		keys[i] = kv.Key
+	}
+	return keys
+}
+
 func (m fileMeta) Len(key string) (int, bool) {
 	v, ok := m.f.Lookup(key)
 	if !ok {

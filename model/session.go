@@ -125,7 +125,8 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		ss := &sessionShard{sh: sh, dev: dev, cache: cache, mla: make([]attention.MLA, c.Layers),
 			scratch: attention.NewScratch(dev)}
 		for l := range ss.mla {
-			ss.mla[l] = attention.MLA{Cfg: &m.attnCfg, W: sh.layers[l].attn, Layer: l, Dev: dev}
+			ss.mla[l] = attention.MLA{Cfg: &m.attnCfg, W: sh.layers[l].attn, Layer: l, Dev: dev,
+				SharedIndexer: c.IndexerShared(l)}
 		}
 		for _, b := range ss.bufs() {
 			b.Dev = dev
@@ -133,6 +134,10 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		ss.ids.Dev = dev
 		s.shards = append(s.shards, ss)
 	}
+	// moe sums shared-expert parts in s.parts, in a batched step too,
+	// where the session may never have run a forward of its own.
+	s.steps = make([]step, len(s.shards))
+	s.parts = make([]backend.Buffer, len(s.shards))
 	return s, nil
 }
 

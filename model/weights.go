@@ -183,7 +183,14 @@ func (l *loader) layer(ly *Layer, i int, c *Config) {
 	a.Out = l.matrix(p+"attn_output.weight", H*dv, E)
 	l.applyScale(&a.Out, p+"attn_output.scale")
 	ffnScales := c.Arch == "glm-dsa" // deepseek2 reads only attn_output's
-	if c.Arch == "glm-dsa" && l.has(p+"indexer.attn_k.weight") {
+	shared := c.IndexerShared(i)
+	if shared && l.has(p+"indexer.attn_k.weight") && l.err == nil {
+		l.err = fmt.Errorf("model: %s: %sindexer.attn_k.weight: layer %d is shared in %s.attention.indexer.types, so it has no indexer of its own",
+			l.f.Path, p, i, c.Arch)
+	}
+	// Every full glm-dsa layer has an indexer: without one it would
+	// attend to every key, not the model's selection.
+	if c.Arch == "glm-dsa" && !shared {
 		Ih, Id := c.IndexerHeads, c.IndexerDim
 		a.Indexer = &attention.IndexerWeights{
 			QB:     l.matrix(p+"indexer.attn_q_b.weight", c.QLoraRank, Ih*Id),

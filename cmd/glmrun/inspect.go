@@ -231,6 +231,22 @@ func (r kvReader) float(key string) (float64, bool) {
 	return x, true
 }
 
+// indexerPattern spells attention.indexer.types out (GLM-5.2): each
+// layer full or shared, and what the shared ones save.
+func indexerPattern(v gguf.Value) string {
+	words := make([]string, v.Len())
+	shared := 0
+	for i := range words {
+		words[i] = "full"
+		if b, err := v.Index(i).AsBool(); err == nil && !b {
+			words[i] = "shared"
+			shared++
+		}
+	}
+	return fmt.Sprintf("%s (%d shared: they reuse the previous full layer's top-k and have no indexer-key cache)",
+		strings.Join(words, ", "), shared)
+}
+
 func (r kvReader) bool(key string) (bool, bool) {
 	v, ok := r.f.Lookup(key)
 	if !ok {
@@ -479,6 +495,10 @@ func describeHParams(kv kvReader, arch string, derived map[string]any) []hparamL
 	// DSA lightning indexer.
 	if n, ok := kv.int(p("attention.indexer.head_count")); ok && n > 0 {
 		add("indexer", fmt.Sprintf("%d heads, dim %s, top_k %s", n, num("attention.indexer.key_length"), num("attention.indexer.top_k")))
+		if v, ok := kv.f.Lookup(p("attention.indexer.types")); ok && v.Type() == gguf.TypeArray && v.ElemType() == gguf.TypeBool {
+			add("indexer types", indexerPattern(v))
+			derived["indexer_types"] = v.String()
+		}
 	}
 
 	// RoPE and its scaling.
