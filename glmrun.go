@@ -44,6 +44,11 @@ type Options struct {
 	// default those agree within float rounding (as in llama.cpp and vLLM),
 	// and prompts and batches of sixteen or more tokens run faster.
 	BatchInvariant bool
+	// AllowUnknownKeys loads a file whose metadata has keys that change the
+	// forward pass in ways glmrun does not implement, or keys it does not
+	// know; without it they are a load error naming them. Warnings lists
+	// them then.
+	AllowUnknownKeys bool
 	// Progress, when set, makes Load read the weights once from the file
 	// (paging the memory map in, so the first tokens do not wait on the
 	// disk) and report the bytes read so far against the total.
@@ -152,11 +157,12 @@ func (m *Model) load() error {
 		}
 	}
 	mm, err := model.New(m.file, model.Options{
-		Threads:        m.opts.Threads,
-		Backend:        m.opts.Backend,
-		TensorParallel: m.opts.TensorParallel,
-		Fast:           !m.opts.Exact,
-		BatchInvariant: m.opts.BatchInvariant,
+		Threads:          m.opts.Threads,
+		Backend:          m.opts.Backend,
+		TensorParallel:   m.opts.TensorParallel,
+		Fast:             !m.opts.Exact,
+		BatchInvariant:   m.opts.BatchInvariant,
+		AllowUnknownKeys: m.opts.AllowUnknownKeys,
 	})
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)
@@ -220,6 +226,10 @@ func (m *Model) Close() error {
 	}
 	return err
 }
+
+// Warnings returns what the model was loaded despite (the metadata keys
+// Options.AllowUnknownKeys let through).
+func (m *Model) Warnings() []string { return m.m.Warnings() }
 
 // Path returns the file the model was loaded from.
 func (m *Model) Path() string { return m.path }

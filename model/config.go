@@ -86,6 +86,7 @@ type meta interface {
 	String(key string) (string, error)
 	Bool(key string) (bool, error)
 	Bools(key string) ([]bool, error)
+	Floats(key string) ([]float64, error)
 	Len(key string) (int, bool) // number of elements of an array KV
 	Keys() []string             // every key, in file order
 }
@@ -186,8 +187,7 @@ func readConfig(m meta) (Config, error) {
 		return Config{}, fmt.Errorf("model: %w", err)
 	}
 	if arch != "glm-dsa" && arch != "deepseek2" {
-		return Config{}, fmt.Errorf("model: key %q: architecture %q is not supported (want glm-dsa or deepseek2)",
-			"general.architecture", arch)
+		return Config{}, fmt.Errorf("model: architecture %q is not supported (supported: glm-dsa, deepseek2; key general.architecture)", arch)
 	}
 	r := &configReader{m: m, arch: arch}
 	c := Config{Arch: arch}

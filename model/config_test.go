@@ -83,6 +83,18 @@ func (m fakeMeta) Bools(key string) ([]bool, error) {
 	return b, nil
 }
 
+func (m fakeMeta) Floats(key string) ([]float64, error) {
+	v, err := m.get(key)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := v.([]float64)
+	if !ok {
+		return nil, fmt.Errorf("key %q: not an array of numbers", key)
+	}
+	return f, nil
+}
+
 func (m fakeMeta) Keys() []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

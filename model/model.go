@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
@@ -39,6 +40,11 @@ type Options struct {
 	// sessions one by one. By default those agree within float rounding,
 	// and prompts and batched steps of sixteen or more tokens run faster.
 	BatchInvariant bool
+	// AllowUnknownKeys loads a file whose metadata has keys that change the
+	// forward pass in ways glmrun does not implement, or keys it does not
+	// know, which are otherwise a load error naming them; they are then
+	// listed in Warnings.
+	AllowUnknownKeys bool
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -53,6 +59,8 @@ type Model struct {
 	devs    []backend.Device
 	coll    backend.Collective
 	shards  []*shard
+	// warnings are the metadata keys AllowUnknownKeys let through.
+	warnings []string
 }
 
 // Load opens the GGUF file at path and loads the model in it. Close the
@@ -79,6 +87,13 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
+	var warnings []string
+	if err := unsupportedKeysError(f.Path, classifyKeys(fileMeta{f}, &cfg)); err != nil {
+		if !opts.AllowUnknownKeys {
+			return nil, err
+		}
+		warnings = append(warnings, strings.TrimPrefix(err.Error(), "model: ")+" (loaded anyway)")
+	}
 	if opts.TensorParallel < 0 || opts.Threads < 0 || opts.DeviceMemory < 0 {
 		return nil, fmt.Errorf("model: negative option: tensor parallelism %d, threads %d, device memory %d",
 			opts.TensorParallel, opts.Threads, opts.DeviceMemory)
@@ -100,7 +115,7 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll}
+	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll, warnings: warnings}
 	m.attnCfg = m.newAttnConfig()
 	if err := m.upload(); err != nil {
 		m.closeDevices()
@@ -137,6 +152,10 @@ func (m *Model) Config() Config { return m.cfg }
 
 // Weights returns the model's tensors (read-only).
 func (m *Model) Weights() *Weights { return m.w }
+
+// Warnings returns what the model was loaded despite: metadata keys that
+// Options.AllowUnknownKeys let through.
+func (m *Model) Warnings() []string { return m.warnings }
 
 // Plan returns how the model is split over its devices.
 func (m *Model) Plan() Plan { return m.plan }
@@ -199,6 +218,8 @@ func (m fileMeta) Bools(key string) ([]bool, error) {
 	}
 	return out, nil
 }
+
+func (m fileMeta) Floats(key string) ([]float64, error) { return m.f.Floats(key) }
 
 func (m fileMeta) Keys() []string {
 	keys := make([]string, len(m.f.KVs))

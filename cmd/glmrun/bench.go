@@ -104,6 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	backendName := fs.String("backend", "cpu", "compute `backend`")
 	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	force := fs.Bool("force", false, forceUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
@@ -137,10 +138,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	start := time.Now()
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Fast: !*exact, BatchInvariant: *invariant})
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Fast: !*exact,
+		BatchInvariant: *invariant, AllowUnknownKeys: *force})
 	if err != nil {
 		return err
 	}
+	printWarnings(stderr, "bench", m.Warnings())
 	defer m.Close()
 	res := benchResult{
 		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp,

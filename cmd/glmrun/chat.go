@@ -58,7 +58,7 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 	}
 	gen.RawBytes = true // chat prints only text, whatever --logprobs says
 	opts := glmrun.ChatOptions{GenerateOptions: gen, NoThinking: *noThink}
-	m, s, err := g.load(stderr)
+	m, s, err := g.load(stderr, "chat")
 	if err != nil {
 		return err
 	}

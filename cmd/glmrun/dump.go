@@ -48,7 +48,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
 	}
 	printWarnings(stderr, "dump", warnings)
-	f, m, tokens, err := ff.load()
+	f, m, tokens, err := ff.load(stderr, "dump")
 	if err != nil {
 		return err
 	}

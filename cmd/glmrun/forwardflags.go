@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
@@ -13,12 +14,17 @@ import (
 // that loads a model with the fast products has.
 const batchInvariantUsage = "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens"
 
+// forceUsage is the help of --force, which every command that runs a
+// model has.
+const forceUsage = "load a file whose metadata has keys that change the forward pass in ways glmrun does not implement, or keys it does not know (its logits may be wrong; the keys are printed)"
+
 // forwardFlags are the flags shared by the commands that run the model once
 // over a token sequence and look at what it computed (logits, dump): the
 // model, the tokens or the text, which path, and where it runs.
 type forwardFlags struct {
 	model, tokens, text, backend string
 	decode, fast, invariant      bool
+	force                        bool
 	threads, tp                  int
 	ids                          []int32 // --tokens, parsed by check
 }
@@ -32,6 +38,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores; more than the CPUs is warned about)")
 	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, "+batchInvariantUsage)
+	fs.BoolVar(&ff.force, "force", false, forceUsage)
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 }
@@ -64,7 +71,7 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 // sequence (--text is tokenized as llama.cpp's refs were: the model's BOS
 // rule, special tokens parsed). check must have passed. The caller closes
 // both the file and the model.
-func (ff *forwardFlags) load() (*gguf.File, *model.Model, []int32, error) {
+func (ff *forwardFlags) load(stderr io.Writer, cmd string) (*gguf.File, *model.Model, []int32, error) {
 	tokens := ff.ids
 	f, err := gguf.Open(ff.model)
 	if err != nil {
@@ -81,10 +88,12 @@ func (ff *forwardFlags) load() (*gguf.File, *model.Model, []int32, error) {
 			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant, Backend: ff.backend})
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant,
+		Backend: ff.backend, AllowUnknownKeys: ff.force})
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
+	printWarnings(stderr, cmd, m.Warnings())
 	return f, m, tokens, nil
 }

@@ -49,6 +49,7 @@ type genFlags struct {
 	logprobs     int
 	exact        bool
 	invariant    bool
+	force        bool
 }
 
 // stringList is a repeatable string flag.
@@ -85,6 +86,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
 	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
 	fs.BoolVar(&g.invariant, "batch-invariant", false, batchInvariantUsage)
+	fs.BoolVar(&g.force, "force", false, forceUsage)
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 
@@ -230,12 +232,13 @@ func (g *genFlags) options(stderr io.Writer) (glmrun.GenerateOptions, error) {
 
 // load loads the model (the bundled one without -m), showing progress on
 // stderr for a big model or a terminal, and opens a session.
-func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error) {
+func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Session, error) {
 	path, err := modelPath(g.model)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant}
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant,
+		AllowUnknownKeys: g.force}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
 	}
@@ -244,6 +247,7 @@ func (g *genFlags) load(stderr io.Writer) (*glmrun.Model, *glmrun.Session, error
 	if err != nil {
 		return nil, nil, err
 	}
+	printWarnings(stderr, cmd, m.Warnings())
 	s, err := m.NewSession(glmrun.SessionOptions{ContextSize: g.ctxSize}) // 0: the library's default
 	if err != nil {
 		m.Close()
@@ -319,7 +323,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	// Loading checks what only the file knows (-c against the training
 	// context, --tp against the heads): its errors come before the prompt
 	// is printed.
-	m, s, err := g.load(stderr)
+	m, s, err := g.load(stderr, "generate")
 	if err != nil {
 		return err
 	}

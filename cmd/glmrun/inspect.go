@@ -115,8 +115,19 @@ type inspectReport struct {
 	Metadata []kvReport `json:"metadata,omitempty"`
 	// TensorParallel is the per-device memory plan (with --tp N).
 	TensorParallel *tpReport `json:"tensor_parallel,omitempty"`
+	// Keys are the architecture's keys that glmrun does not read, with
+	// what it makes of them (informational, not supported, unknown);
+	// KeysError says why they could not be classified, if so.
+	Keys      []keyReport `json:"unread_keys"`
+	KeysError string      `json:"unread_keys_error,omitempty"`
 
 	hp []hparamLine // text rendering of the hyper-parameters
+}
+
+type keyReport struct {
+	Key string `json:"key"`
+	Use string `json:"use"`
+	Why string `json:"why"`
 }
 
 type tokenizerReport struct {
@@ -304,6 +315,16 @@ func newInspectReport(f *gguf.File, withKV bool) *inspectReport {
 	}
 	rep.hp = describeHParams(kv, arch, rep.Derived)
 	rep.Tokenizer = describeTokenizer(kv)
+	rep.Keys = []keyReport{}
+	if statuses, err := model.KeyReport(f); err != nil {
+		rep.KeysError = strings.TrimPrefix(err.Error(), f.Path+": ")
+	} else {
+		for _, st := range statuses {
+			if st.Use != model.KeyRead {
+				rep.Keys = append(rep.Keys, keyReport{Key: st.Key, Use: st.Use.String(), Why: st.Why})
+			}
+		}
+	}
 
 	byType := map[tensor.Type]*typeReport{}
 	for _, ti := range f.Tensors {
@@ -609,6 +630,17 @@ func (r *inspectReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s:\t%s\n", l.label, l.text)
 	}
 	tw.Flush()
+	if r.KeysError != "" {
+		ew.printf("  (glmrun cannot run it: %s)\n", r.KeysError)
+	}
+	if len(r.Keys) > 0 {
+		ew.printf("\nkeys glmrun does not read (not supported and unknown ones fail the load without --force)\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		for _, k := range r.Keys {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", k.Key, k.Use, k.Why)
+		}
+		tw.Flush()
+	}
 
 	ew.printf("\ntokenizer\n")
 	if t := r.Tokenizer; t == nil {

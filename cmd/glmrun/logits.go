@@ -65,7 +65,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: --top %d: want >= 0", errUsage, *top)
 	}
 	printWarnings(stderr, "logits", warnings)
-	f, m, tokens, err := ff.load()
+	f, m, tokens, err := ff.load(stderr, "logits")
 	if err != nil {
 		return err
 	}

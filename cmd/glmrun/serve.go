@@ -59,6 +59,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	force := fs.Bool("force", false, forceUsage)
 	special := fs.Bool("special", false, "show control tokens (<|assistant|>, <think>, <tool_call>, ...) in replies as their text")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
@@ -107,10 +108,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	} else {
 		fmt.Fprintf(stderr, "glmrun serve: %s has no chat template; using the built-in GLM-5 format\n", path)
 	}
-	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend, Fast: !*exact, BatchInvariant: *invariant})
+	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend, Fast: !*exact,
+		BatchInvariant: *invariant, AllowUnknownKeys: *force})
 	if err != nil {
 		return err
 	}
+	printWarnings(stderr, "serve", m.Warnings())
 	defer m.Close()
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,

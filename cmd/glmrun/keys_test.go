@@ -1,0 +1,47 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
+)
+
+// TestUnsupportedKeys: a model with a key glmrun does not implement is a
+// load error naming the key for every command that runs it, --force runs
+// it with a warning, and inspect lists the key.
+func TestUnsupportedKeys(t *testing.T) {
+	f, err := gguf.Open(testmodels.Path(t, "glm5-mini.Q8_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriterFrom(f)
+	w.SetKV("glm-dsa.attention.indexer.kpool", gguf.Uint32(4))
+	path := filepath.Join(t.TempDir(), "kpool.gguf")
+	err = w.WriteFile(path)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = `"glm-dsa.attention.indexer.kpool"`
+	for _, args := range [][]string{
+		{"-m", path, "-p", "1 2", "-n", "2", "--temp", "0"},
+		{"bench", "-m", path, "-p", "4", "-n", "2", "-r", "1"},
+		{"logits", "-m", path, "--tokens", "1,2"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 1 || !strings.Contains(stderr, key) || !strings.Contains(stderr, path) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and an error naming %s and the file", args, code, stderr, key)
+		}
+		code, _, stderr = runCLI(t, append(args, "--force")...)
+		if code != 0 || !strings.Contains(stderr, "warning") || !strings.Contains(stderr, key) {
+			t.Errorf("%q --force: exit %d, stderr %q; want 0 and a warning naming %s", args, code, stderr, key)
+		}
+	}
+	code, stdout, _ := runCLI(t, "inspect", path)
+	if code != 0 || !strings.Contains(stdout, "glm-dsa.attention.indexer.kpool") || !strings.Contains(stdout, "not supported") {
+		t.Errorf("inspect: exit %d, output without the key:\n%s", code, stdout)
+	}
+}
