@@ -20,9 +20,10 @@
 //
 // Work is done lazily: Prompt and Append only tokenize; the model runs when
 // Generate needs logits. The KV cache keeps every token it has seen, and a
-// new prompt that extends the cached sequence (the next turn of a chat, say)
-// runs only its new tokens through the model. A prompt that diverges from
-// the cache restarts it: the forward pass cannot cut a cache short yet.
+// new prompt keeps the longest prefix it shares with the cached sequence
+// (the next turn of a chat, or an edited one), running only the rest
+// through the model. Truncate cuts the sequence and its cache anywhere, at
+// no cost.
 //
 // Sampling follows llama.cpp's default chain (package model/sample): the zero
 // GenerateOptions decode greedily, and equal seeds with equal options give

@@ -171,20 +171,42 @@ func (s *Session) PromptTokens(ids []int32) error {
 	}
 	n := s.s.Pos()
 	p := commonPrefix(s.tokens[:n], ids)
-	switch {
-	case p < n:
-		// The cache holds tokens the new sequence does not have, and it
-		// cannot be cut short: start over.
-		s.s.Reset()
-		s.logits = nil
-	case p == len(ids) && s.logitsPos != p:
-		// Fully cached, but the logits after the last token are gone:
-		// they can be recomputed only from an empty cache.
-		s.s.Reset()
-		s.logits = nil
+	if p < n {
+		// The cache holds tokens the new sequence does not have: keep the
+		// common prefix. eval recomputes the logits after it if the new
+		// sequence ends there.
+		s.truncate(p)
 	}
 	s.tokens = append(s.tokens[:0], ids...)
 	return nil
+}
+
+// Truncate cuts the sequence to its first n tokens, dropping the rest from
+// the KV cache (latents and indexer keys) at no cost: nothing is copied.
+// The next Generate continues after token n−1. It returns an error
+// wrapping ErrClosed if the session or its model is closed, and an error
+// if n is not in [0, len(Tokens())].
+func (s *Session) Truncate(n int) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if n < 0 || n > len(s.tokens) {
+		return fmt.Errorf("glmrun: truncate to %d tokens: the sequence has %d", n, len(s.tokens))
+	}
+	if n < s.s.Pos() {
+		s.truncate(n)
+	}
+	s.tokens = s.tokens[:n]
+	return nil
+}
+
+// truncate cuts the cache to n ≤ its length; s.mu is held.
+func (s *Session) truncate(n int) {
+	s.s.Truncate(n) // n is in range: no error
+	if s.logitsPos != n {
+		s.logits = nil
+	}
 }
 
 // Append adds the tokens of text (special-token text parsed, no BOS) to
@@ -248,8 +270,10 @@ func (s *Session) eval(ctx context.Context) ([]float32, int, error) {
 		return s.logits, 0, nil
 	}
 	if n == len(s.tokens) {
-		s.s.Reset()
-		n = 0
+		// Every token is cached but the logits after the last are gone:
+		// run the last one again.
+		n--
+		s.s.Truncate(n)
 	}
 	s.logits = nil
 	rest := s.tokens[n:]

@@ -185,6 +185,18 @@ func (s *Session) Reset() {
 	s.pos = 0 // cache rows are rewritten before they are read again
 }
 
+// Truncate drops the positions from n on, keeping the first n tokens'
+// latents and indexer keys: the next token runs at position n. It copies
+// and frees nothing (rows past the end are rewritten before they are read
+// again), so it costs the same for any n. n must be in [0, Pos()].
+func (s *Session) Truncate(n int) error {
+	if n < 0 || n > s.pos {
+		return fmt.Errorf("model: truncate to %d positions: the sequence has %d", n, s.pos)
+	}
+	s.pos = n
+	return nil
+}
+
 // Prefill runs tokens through the model in one batch with the prefill
 // (decompressed) form of attention, appending them to the sequence, and
 // returns the logits after each token ([len(tokens)][vocab]).
