@@ -35,6 +35,7 @@ type chatRequest struct {
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"` // llama-server / vLLM extension
 	ReasoningEffort     *string                    `json:"reasoning_effort"`
 	ResponseFormat      *responseFormat            `json:"response_format"`
+	CachePrompt         *bool                      `json:"cache_prompt"` // llama-server extension: reuse a slot's cached prefix (default true)
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -57,6 +58,7 @@ type completionRequest struct {
 	Suffix           *string            `json:"suffix"`
 	Stream           bool               `json:"stream"`
 	StreamOptions    *streamOptions     `json:"stream_options"`
+	CachePrompt      *bool              `json:"cache_prompt"`
 }
 
 type streamOptions struct {
@@ -140,13 +142,27 @@ type functionCall struct {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                 `json:"prompt_tokens"`
+	CompletionTokens    int                 `json:"completion_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
+}
+
+// promptTokensDetails is OpenAI's breakdown of the prompt tokens:
+// CachedTokens were found in a slot's KV cache and not run again.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func newUsage(prompt, completion int) *usage {
 	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// cachedUsage is newUsage with the prompt tokens taken from the cache.
+func cachedUsage(prompt, completion, cached int) *usage {
+	u := newUsage(prompt, completion)
+	u.PromptTokensDetails.CachedTokens = cached
+	return u
 }
 
 // Chat completion responses.

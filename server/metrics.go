@@ -23,8 +23,11 @@ type metrics struct {
 	completed    atomic.Int64 // sequences that ended normally
 	canceled     atomic.Int64 // requests dropped because the client left (queued or running)
 	rejected     atomic.Int64 // requests refused with 503 (queue full)
-	queueDepth   atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
-	active       atomic.Int64
+	// prefixQueries are the prompt tokens of admitted requests, prefixHits
+	// those of them found in a slot's KV cache.
+	prefixQueries, prefixHits atomic.Int64
+	queueDepth                atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
+	active                    atomic.Int64
 
 	mu       sync.Mutex
 	requests map[requestKey]int64
@@ -117,6 +120,8 @@ func (m *metrics) write(w io.Writer, parallel, queueCap int) error {
 	one("glmrun_sequences_completed_total", "counter", "Sequences that ended with a finish reason.", m.completed.Load())
 	one("glmrun_sequences_canceled_total", "counter", "Requests dropped because their client went away, waiting for a slot or running.", m.canceled.Load())
 	one("glmrun_requests_rejected_total", "counter", "Requests refused because the queue was full.", m.rejected.Load())
+	one("glmrun_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the slots' KV caches.", m.prefixQueries.Load())
+	one("glmrun_prefix_cache_hits_total", "counter", "Prompt tokens found in a slot's KV cache and not run again.", m.prefixHits.Load())
 	one("glmrun_queue_depth", "gauge", "Requests waiting for a slot.", m.queueDepth.Load())
 	one("glmrun_queue_capacity", "gauge", "Most requests that may wait for a slot.", queueCap)
 	one("glmrun_active_sequences", "gauge", "Sequences holding a slot (prefilling or decoding).", m.active.Load())

@@ -141,10 +141,11 @@ func (s *Server) checkPromptLen(param string, n int) *apiError {
 // start queues a generation and returns it, or a 503 when the queue is full
 // or the server is shutting down. markers are the control tokens the reply
 // parser reads (Server.markers for chat, nil for completions).
-func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int, markers map[int32]byte) (*request, *apiError) {
+func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int, markers map[int32]byte, cachePrompt *bool) (*request, *apiError) {
 	r := &request{
 		ctx: ctx, prompt: prompt, maxTokens: maxTokens, stop: stop, sampler: smp,
 		logprobs: logprobs, topLogprobs: top, markers: markers, out: newOutbox(),
+		cachePrompt: cachePrompt == nil || *cachePrompt,
 	}
 	if s.script != nil {
 		r.script = s.script(prompt)

@@ -103,7 +103,11 @@ type request struct {
 	// by (see markupMarkers); nil renders no control token (completions,
 	// or a server with Config.Special, whose decoder renders them all).
 	markers map[int32]byte
-	out     outbox
+	// cachePrompt lets the request start from the longest prefix of its
+	// prompt that a free slot's KV cache holds (llama-server's
+	// cache_prompt, on by default).
+	cachePrompt bool
+	out         outbox
 	// unwatch stops the watch that takes the request out of the queue when
 	// its client goes away; the scheduler calls it on admitting the request.
 	unwatch func() bool
@@ -166,8 +170,10 @@ func (o *outbox) take() []event {
 type sequence struct {
 	req       *request
 	sess      *model.Session
-	prefilled int   // prompt tokens in the cache
-	next      int32 // the token to feed at the next decode step
+	prefilled int     // prompt tokens in the cache
+	cached    int     // of them, those the slot held already
+	fed       []int32 // generated tokens run through the model after the prompt
+	next      int32   // the token to feed at the next decode step
 	generated int
 	dec       *tokenizer.Decoder
 	held      string // decoded text not emitted yet (could start a stop string)
@@ -269,8 +275,8 @@ type scheduler struct {
 	quit  chan struct{}
 	done  chan struct{}
 
-	pool   []*model.Session // free sessions, reset
-	nSess  int              // sessions created
+	pool   []slot // free slots, most recently freed last
+	nSess  int    // sessions created
 	active []*sequence
 }
 
@@ -370,14 +376,17 @@ func (s *scheduler) admit() bool {
 			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
 			continue
 		}
-		sess, err := s.session()
+		sess, cached, err := s.session(r.prompt, r.cachePrompt)
 		if err != nil {
 			r.out.put(event{err: err, usage: *newUsage(len(r.prompt), 0)})
 			continue
 		}
+		s.metrics.prefixQueries.Add(int64(len(r.prompt)))
+		s.metrics.prefixHits.Add(int64(cached))
 		// Invalid UTF-8 from byte tokens becomes U+FFFD here, once for
 		// every consumer: the stream, the whole reply and stop strings.
-		s.active = append(s.active, &sequence{req: r, sess: sess, dec: s.tok.NewValidDecoder(s.special)})
+		s.active = append(s.active, &sequence{req: r, sess: sess, prefilled: cached, cached: cached,
+			dec: s.tok.NewValidDecoder(s.special)})
 	}
 	select {
 	case <-s.quit:
@@ -387,26 +396,69 @@ func (s *scheduler) admit() bool {
 	}
 }
 
-// session returns a free KV cache slot, creating one if fewer than
-// parallel exist.
-func (s *scheduler) session() (*model.Session, error) {
-	if n := len(s.pool); n > 0 {
-		sess := s.pool[n-1]
-		s.pool = s.pool[:n-1]
-		return sess, nil
+// slot is a free session and the tokens whose latents its KV cache holds.
+type slot struct {
+	sess   *model.Session
+	tokens []int32
+}
+
+// session returns a KV cache slot for prompt and how many of its first
+// tokens it holds already: the free slot whose cache shares the longest
+// prefix with prompt (with reuse off, or on a tie, the most recently
+// freed), or a new one while fewer than parallel exist and none shares
+// anything. At least the prompt's last token is left to run, for the
+// logits after it.
+func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, error) {
+	best, keep := -1, 0
+	for i, sl := range s.pool {
+		n := 0
+		if reuse {
+			n = min(commonPrefix(sl.tokens, prompt), len(prompt)-1)
+		}
+		if best < 0 || n >= keep {
+			best, keep = i, n
+		}
+	}
+	if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
+		sl := s.pool[best]
+		s.pool = append(s.pool[:best], s.pool[best+1:]...)
+		if err := sl.sess.Truncate(keep); err != nil {
+			return nil, 0, fmt.Errorf("server: KV cache slot: %w", err)
+		}
+		return sl.sess, keep, nil
 	}
 	sess, err := s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize})
 	if err != nil {
-		return nil, fmt.Errorf("server: new KV cache slot: %w", err)
+		return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
 	}
 	s.nSess++
-	return sess, nil
+	return sess, 0, nil
 }
 
-// release ends seq's hold on its slot.
-func (s *scheduler) release(seq *sequence) {
-	seq.sess.Reset()
-	s.pool = append(s.pool, seq.sess)
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// release ends seq's hold on its slot. The slot keeps what its cache
+// holds for the next request: the prompt and the tokens fed after it, or
+// nothing after a failed step, whose cache rows are in doubt.
+func (s *scheduler) release(seq *sequence, ok bool) {
+	var tokens []int32
+	if ok {
+		tokens = append(append(tokens, seq.req.prompt[:seq.prefilled]...), seq.fed...)
+	}
+	if err := seq.sess.Truncate(len(tokens)); err != nil {
+		seq.sess.Reset()
+		tokens = nil
+	}
+	s.pool = append(s.pool, slot{sess: seq.sess, tokens: tokens})
 	seq.sess = nil
 	for i, a := range s.active {
 		if a == seq {
@@ -437,8 +489,8 @@ func (s *scheduler) shutdown() {
 		r.unwatch()
 		r.out.put(event{err: errShutdown, usage: *newUsage(len(r.prompt), 0)})
 	}
-	for _, sess := range s.pool {
-		sess.Close()
+	for _, sl := range s.pool {
+		sl.sess.Close()
 	}
 	s.pool = nil
 	s.metrics.active.Store(0)
@@ -460,7 +512,9 @@ func (s *scheduler) prefill() {
 		n = min(n, budget)
 		budget -= n
 		start := time.Now()
-		rows, err := seq.sess.Prefill(seq.req.prompt[seq.prefilled : seq.prefilled+n])
+		// The output head on the chunk's last row only: the rows before
+		// it have no use for logits.
+		last, err := seq.sess.PrefillLast(nil, seq.req.prompt[seq.prefilled:seq.prefilled+n])
 		if err != nil {
 			s.fail(seq, fmt.Errorf("server: prefill: %w", err))
 			continue
@@ -469,7 +523,7 @@ func (s *scheduler) prefill() {
 		s.metrics.promptTokens.Add(int64(n))
 		seq.prefilled += n
 		if seq.prefilled == len(seq.req.prompt) {
-			s.onLogits(seq, rows[len(rows)-1])
+			s.onLogits(seq, last)
 		}
 	}
 }
@@ -508,6 +562,7 @@ func (s *scheduler) decode() {
 			s.fail(seq, fmt.Errorf("server: decode: %w", errs[i]))
 			continue
 		}
+		seq.fed = append(seq.fed, tokens[i])
 		s.onPick(seq, picks[i])
 	}
 }
@@ -643,17 +698,17 @@ func (s *scheduler) finish(seq *sequence, reason string, stopped bool) {
 	// Metrics and the slot are settled before the client hears the end, so a
 	// client that reads /metrics right after its reply sees its sequence done.
 	s.metrics.completed.Add(1)
-	s.release(seq)
+	s.release(seq, true)
 	seq.req.out.put(event{
 		text: text, logprobs: seq.lps, finish: reason,
-		usage: *newUsage(len(seq.req.prompt), seq.generated),
+		usage: *cachedUsage(len(seq.req.prompt), seq.generated, seq.cached),
 	})
 }
 
 // fail ends seq with err.
 func (s *scheduler) fail(seq *sequence, err error) {
-	s.release(seq)
-	seq.req.out.put(event{err: err, usage: *newUsage(len(seq.req.prompt), seq.generated)})
+	s.release(seq, false)
+	seq.req.out.put(event{err: err, usage: *cachedUsage(len(seq.req.prompt), seq.generated, seq.cached)})
 }
 
 // stopIndex returns the index of the earliest stop string in text, or -1.

@@ -129,7 +129,7 @@ func New(cfg Config) (*Server, error) {
 		s.markers = markupMarkers(cfg.Tokenizer)
 	}
 	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
-	s.sched.pool = append(s.sched.pool, probe)
+	s.sched.pool = append(s.sched.pool, slot{sess: probe})
 	s.sched.nSess = 1
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.handleChat))
