@@ -307,7 +307,9 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if err != nil {
 		return nil, invalid("messages", "rendering the chat template: %v", err)
 	}
-	p.prompt = tok.Encode(text, true, true)
+	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
+	// add nothing, as the library's Chat does.
+	p.prompt = tok.Encode(text, false, true)
 	if e := s.checkPromptLen("messages", len(p.prompt)); e != nil {
 		return nil, e
 	}

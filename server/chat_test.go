@@ -11,7 +11,9 @@ import (
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
 // reply is a chat answer as a client sees it, from a whole response or
@@ -465,5 +467,42 @@ func TestChatUTF8(t *testing.T) {
 	}
 	if s := chatStream(t, ts, p); len(s.deltas) < 3 {
 		t.Fatalf("only %d deltas: the reply was not streamed per token", len(s.deltas))
+	}
+}
+
+// TestChatOneBOS: with a vocabulary that asks for BOS (add_bos_token),
+// the chat prompt still has the one the template writes, as the
+// library's Chat gives it.
+func TestChatOneBOS(t *testing.T) {
+	f, err := gguf.Open(testModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := tokenizer.ReadVocab(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.AddBOS = true
+	tok, err := tokenizer.FromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[bool]int{}
+	for _, addBOS := range []bool{false, true} {
+		ts := newTestServer(t, func(c *Config) {
+			if addBOS {
+				c.Tokenizer = tok
+			}
+		}, nil)
+		code, body := post(t, ts.url, "/v1/chat/completions",
+			`{"model": "`+testModelID+`", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}`, nil)
+		if code != 200 {
+			t.Fatalf("status %d: %v", code, body)
+		}
+		counts[addBOS] = int(body["usage"].(map[string]any)["prompt_tokens"].(float64))
+	}
+	if counts[true] != counts[false] {
+		t.Errorf("prompt tokens %d with add_bos_token, %d without: the BOS is doubled", counts[true], counts[false])
 	}
 }
