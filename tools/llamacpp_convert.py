@@ -5,9 +5,10 @@ The converter recognises a BPE pre-tokenizer by hashing how a fixed text
 tokenizes, and the test checkpoints' small GLM vocabulary is not one it
 knows. Their pre-tokenizer is GLM-4/GLM-5's regex, so this names it "glm4"
 (what the converter writes for the real GLM-5 vocabulary) and then runs the
-converter unchanged. Reference data only: run it in the sid chroot, e.g.
+converter unchanged. Reference data only: run it on a Debian system with
+the llama.cpp-tools package (its converter and gguf-py), e.g.
 
-    sid-chroot.sh run python3 tools/llamacpp_convert.py DIR --outtype bf16 --outfile OUT.gguf
+    python3 tools/llamacpp_convert.py DIR --outtype bf16 --outfile OUT.gguf
 """
 import runpy
 import sys
