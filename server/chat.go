@@ -40,6 +40,9 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 		ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: s.cfg.ModelID, SystemFingerprint: "glmrun",
 	}
 	parser := newReplyParser(prep.thinking, prep.tools, func() string { return newID("call_") })
+	if prep.forced != "" {
+		parser.add(prep.forced) // opens the call; nothing to emit yet
+	}
 	if req.Stream {
 		s.streamChat(ctx, w, r, c, parser, prep, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
@@ -179,6 +182,10 @@ type chatPrep struct {
 	topLogprobs int
 	thinking    bool              // the prompt opened a reasoning block
 	tools       []json.RawMessage // parse tool calls against these; nil: none
+	// forced is the start of the reply that the prompt ends with, when
+	// tool_choice forces a tool call: "<tool_call>" and the function's
+	// name if it names one. The reply parser reads it first.
+	forced string
 }
 
 // prepareChat checks req's parameters, renders and tokenizes the prompt.
@@ -275,18 +282,9 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 			return nil, invalid(fmt.Sprintf("tools[%d]", i), "a tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}")
 		}
 	}
-	parseTools := len(req.Tools) > 0
-	if len(req.ToolChoice) > 0 && string(req.ToolChoice) != "null" {
-		var choice string
-		if err := json.Unmarshal(req.ToolChoice, &choice); err == nil {
-			switch choice {
-			case "none":
-				parseTools = false
-			case "auto", "required":
-			default:
-				return nil, invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a function, not %q", choice)
-			}
-		}
+	parseTools, force, forceName, e := toolChoice(req.ToolChoice, req.Tools)
+	if e != nil {
+		return nil, e
 	}
 	if parseTools {
 		p.tools = req.Tools
@@ -303,9 +301,17 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if e := thinkingOptions(&opts, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
 		return nil, e
 	}
+	if force {
+		// The reply is the tool call, with no reasoning before it.
+		opts.NoThinking = true
+	}
 	text, err := s.cfg.Template.Render(msgs, opts)
 	if err != nil {
 		return nil, invalid("messages", "rendering the chat template: %v", err)
+	}
+	if force {
+		p.forced = tagToolCall + forceName
+		text += p.forced
 	}
 	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
 	// add nothing, as the library's Chat does.
@@ -329,6 +335,53 @@ var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhi
 // off (as Ollama maps it), the other levels leave it on; the value is
 // passed as the variable reasoning_effort for templates that read it. An
 // explicit enable_thinking wins over reasoning_effort.
+// toolChoice reads tool_choice against tools: whether to parse tool
+// calls, and whether the reply must be one (force), of the function
+// forceName if it names one. "required" and a named function are forced
+// by ending the prompt with the call's opening, as a reply that calls a
+// tool starts.
+func toolChoice(raw json.RawMessage, tools []json.RawMessage) (parse, force bool, forceName string, e *apiError) {
+	parse = len(tools) > 0
+	if len(raw) == 0 || string(raw) == "null" {
+		return parse, false, "", nil
+	}
+	var choice string
+	if err := json.Unmarshal(raw, &choice); err == nil {
+		switch choice {
+		case "none":
+			return false, false, "", nil
+		case "auto":
+			return parse, false, "", nil
+		case "required":
+			if !parse {
+				return false, false, "", invalid("tool_choice", "tool_choice \"required\" needs tools")
+			}
+			return true, true, "", nil
+		}
+		return false, false, "", invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a function, not %q", choice)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Function.Name == "" || (named.Type != "" && named.Type != "function") {
+		return false, false, "", invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+	}
+	for _, t := range tools {
+		var def struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(t, &def) == nil && def.Function.Name == named.Function.Name {
+			return true, true, named.Function.Name, nil
+		}
+	}
+	return false, false, "", invalid("tool_choice", "tool_choice names the function %q, which is not in tools", named.Function.Name)
+}
+
 func thinkingOptions(opts *chat.Options, effort *string, kwargs map[string]json.RawMessage) *apiError {
 	vars := make(map[string]any, len(kwargs)+1)
 	if effort != nil {

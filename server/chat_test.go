@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -506,3 +508,61 @@ func TestChatOneBOS(t *testing.T) {
 		t.Errorf("prompt tokens %d with add_bos_token, %d without: the BOS is doubled", counts[true], counts[false])
 	}
 }
+
+// TestChatToolChoice: tool_choice "required" and a named function make
+// the reply a tool call: the prompt ends with the call's opening (and the
+// function's name), thinking off, and the model writes the rest.
+func TestChatToolChoice(t *testing.T) {
+	tok := testModel(t).tok
+	const args = "<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+	for _, tc := range []struct {
+		name   string
+		choice openai.ChatCompletionToolChoiceOptionUnionParam
+		prefix string // what the prompt must end with
+		script string // what the model writes after it
+	}{
+		{"required", openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+			"</think><tool_call>", "get_weather" + args},
+		{"named", openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+			Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}}},
+			"</think><tool_call>get_weather", args},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tok.Encode(tc.prefix, false, true)
+			emit := scriptFor(tok, tc.script, "<|observation|>")
+			var prompts [][]int32
+			var mu sync.Mutex
+			ts := newTestServer(t, nil, func(prompt []int32) []int32 {
+				mu.Lock()
+				prompts = append(prompts, prompt)
+				mu.Unlock()
+				return emit(prompt)
+			})
+			p := openai.ChatCompletionNewParams{Model: testModelID, Messages: userMsg("Weather in Paris?"),
+				Tools: []openai.ChatCompletionToolUnionParam{weatherTool()}, ToolChoice: tc.choice}
+			r := bothWays(t, ts, p)
+			if r.finish != "tool_calls" || len(r.calls) != 1 || r.calls[0].name != "get_weather" || r.calls[0].args != `{"city":"Paris"}` || r.content != "" {
+				t.Fatalf("content %q, finish %q, calls %+v: want one get_weather call", r.content, r.finish, r.calls)
+			}
+			for _, pr := range prompts {
+				if len(pr) < len(want) || !slices.Equal(pr[len(pr)-len(want):], want) {
+					t.Errorf("the prompt does not end with %q", tc.prefix)
+				}
+			}
+		})
+	}
+	ts := newTestServer(t, nil, nil)
+	for _, c := range []struct{ name, body, want string }{
+		{"unknown function", `"tools": [` + weatherToolJSON + `], "tool_choice": {"type": "function", "function": {"name": "nope"}}`, `"nope", which is not in tools`},
+		{"required without tools", `"tool_choice": "required"`, "needs tools"},
+		{"bad choice", `"tools": [` + weatherToolJSON + `], "tool_choice": "always"`, "tool_choice must be"},
+	} {
+		code, body := post(t, ts.url, "/v1/chat/completions", `{"model": "`+testModelID+`", "messages": [{"role": "user", "content": "Hi"}], `+c.body+`}`, nil)
+		msg, _ := body["error"].(map[string]any)["message"].(string)
+		if code != 400 || !strings.Contains(msg, c.want) {
+			t.Errorf("%s: status %d, %v; want 400 saying %q", c.name, code, body, c.want)
+		}
+	}
+}
+
+const weatherToolJSON = `{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}`
