@@ -54,7 +54,7 @@ func CanDequantize(t Type) bool {
 // CanQuantize reports whether Quantize implements t.
 func CanQuantize(t Type) bool {
 	switch t {
-	case F32, F16, BF16, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K:
+	case F32, F16, BF16, Q5_0, Q5_1, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K, Q8_K:
 		return true
 	}
 	return false
@@ -123,11 +123,11 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 }
 
 // Quantize converts the len(src) float32 values in src to type t, writing
-// exactly t.RowSize(len(src)) bytes to dst. Q8_0, Q8_1 and Q8_K reproduce ggml's
-// reference quantizers bit for bit; Q4_K, Q5_K and Q6_K search scales the way
-// ggml's reference quantizers do but are not guaranteed identical to them.
-// Types other than F32, F16, BF16, Q8_0, Q8_1, Q4_K, Q5_K, Q6_K and Q8_K give an
-// error wrapping ErrNotSupported. Quantize does not allocate.
+// exactly t.RowSize(len(src)) bytes to dst. Every type reproduces ggml's
+// reference quantizer (what llama-quantize uses without an importance
+// matrix) bit for bit. Types other than F32, F16, BF16, Q5_0, Q5_1, Q8_0,
+// Q8_1, Q4_K, Q5_K, Q6_K and Q8_K give an error wrapping ErrNotSupported.
+// Quantize does not allocate.
 func Quantize(t Type, src []float32, dst []byte) error {
 	if t.Known() && !CanQuantize(t) {
 		return &notSupportedError{t: t, quantize: true}
@@ -142,6 +142,10 @@ func Quantize(t Type, src []float32, dst []byte) error {
 		quantF16(src, dst)
 	case BF16:
 		quantBF16(src, dst)
+	case Q5_0:
+		quantQ5_0(src, dst)
+	case Q5_1:
+		quantQ5_1(src, dst)
 	case Q8_0:
 		quantQ8_0(src, dst)
 	case Q8_1:

@@ -332,7 +332,7 @@ func TestDequantizeNoAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocations per call", ty, a)
 		}
 	}
-	for _, ty := range []Type{F32, F16, BF16, Q8_0, Q8_K, Q4_K, Q5_K, Q6_K} {
+	for _, ty := range []Type{F32, F16, BF16, Q5_0, Q5_1, Q8_0, Q8_K, Q4_K, Q5_K, Q6_K} {
 		src := make([]float32, 2048)
 		for i := range src {
 			src[i] = float32(r.NormFloat64())

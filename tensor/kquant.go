@@ -8,8 +8,9 @@ import (
 // Reference quantizers for Q4_K, Q5_K and Q6_K. They follow the search that
 // ggml's reference quantizers use (a weighted least-squares fit of scale and
 // min over a few candidate grids, then 6- or 8-bit scales relative to one
-// f16 super-scale), written afresh; results are close to ggml's, not
-// guaranteed identical.
+// f16 super-scale), written afresh, step by step and with ggml's float32
+// rounding, so that they give ggml's bytes: llama-quantize's output without
+// an importance matrix (checked by cmd/glmrun's quantize tests).
 
 // groupMaxEps is the magnitude below which a group is treated as all zero.
 const groupMaxEps = 1e-15
@@ -17,9 +18,14 @@ const groupMaxEps = 1e-15
 // fitScaleMin quantizes x to levels 0…nmax as x ≈ scale·L − negMin, where
 // the offset −negMin ≤ 0. Each element's error counts with weight w. It
 // starts from the plain min/max grid, then tries nstep+1 grids whose range
-// is stretched by rmin + rdelta·k levels, refitting scale and min by weighted
-// least squares for each, and keeps the fit with the smallest weighted
-// squared error. L and aux must have len(x) elements.
+// is stretched by rmin + rdelta·k levels, refitting scale and offset by
+// weighted least squares for each, and keeps the fit with the smallest
+// weighted squared error. As in ggml's search, each grid after an
+// improvement is laid from the improved offset rather than from the
+// minimum, and every product is rounded to float32 before it is added
+// (explicit conversions stop the compiler fusing them into multiply-adds),
+// so that the result is ggml's bit for bit. L and aux must have len(x)
+// elements.
 func fitScaleMin(x, w []float32, L, aux []uint8, nmax int32, rmin, rdelta float32, nstep int) (scale, negMin float32) {
 	lo, hi := x[0], x[0]
 	var sumW, sumX float32
@@ -31,7 +37,7 @@ func fitScaleMin(x, w []float32, L, aux []uint8, nmax int32, rmin, rdelta float3
 			hi = v
 		}
 		sumW += w[i]
-		sumX += w[i] * v
+		sumX += float32(w[i] * v)
 	}
 	if lo > 0 {
 		lo = 0
@@ -40,40 +46,42 @@ func fitScaleMin(x, w []float32, L, aux []uint8, nmax int32, rmin, rdelta float3
 		clear(L)
 		return 0, -lo
 	}
+	// off is the offset of the best fit so far; the grids start from it.
+	off := lo
 	quant := func(iscale float32, out []uint8) {
 		for i, v := range x {
-			out[i] = uint8(min(nmax, max(0, nearestInt(iscale*(v-lo)))))
+			out[i] = uint8(min(nmax, max(0, nearestInt(float32(iscale*(v-off))))))
 		}
 	}
 	errOf := func(scale, off float32, l []uint8) float32 {
 		var e float32
 		for i, v := range x {
-			diff := scale*float32(l[i]) + off - v
-			e += w[i] * diff * diff
+			diff := float32(scale*float32(l[i])) + off - v
+			e += float32(w[i] * float32(diff*diff))
 		}
 		return e
 	}
-	iscale := float32(nmax) / (hi - lo)
+	iscale := float32(nmax) / (hi - off)
 	scale = 1 / iscale
 	quant(iscale, L)
-	best := errOf(scale, lo, L)
-	off := lo
+	best := errOf(scale, off, L)
 	for k := 0; k <= nstep; k++ {
-		iscale := (rmin + rdelta*float32(k) + float32(nmax)) / (hi - lo)
+		iscale := (float32(rmin+float32(rdelta*float32(k))) + float32(nmax)) / (hi - off)
 		quant(iscale, aux)
 		var sumL, sumL2, sumXL float32
 		for i, v := range x {
 			l := float32(aux[i])
-			sumL += w[i] * l
-			sumL2 += w[i] * l * l
-			sumXL += w[i] * l * v
+			wl := float32(w[i] * l)
+			sumL += wl
+			sumL2 += float32(wl * l)
+			sumXL += float32(wl * v)
 		}
-		det := sumW*sumL2 - sumL*sumL
+		det := float32(sumW*sumL2) - float32(sumL*sumL)
 		if det <= 0 {
 			continue
 		}
-		s := (sumW*sumXL - sumX*sumL) / det
-		o := (sumL2*sumX - sumL*sumXL) / det
+		s := (float32(sumW*sumXL) - float32(sumX*sumL)) / det
+		o := (float32(sumL2*sumX) - float32(sumL*sumXL)) / det
 		if o > 0 {
 			o, s = 0, sumXL/sumL2
 		}
@@ -107,8 +115,8 @@ func fitSymmetric(x []float32, L []uint8, nmax int32) float32 {
 				out[i] = uint8(l + nmax)
 			}
 			w := v * v
-			sumLX += w * v * float32(l)
-			sumL2 += w * float32(l) * float32(l)
+			sumLX += float32(w * v * float32(l))
+			sumL2 += float32(w * float32(l) * float32(l))
 		}
 		return sumLX, sumL2
 	}
@@ -146,7 +154,7 @@ func quantKScaleMin(x *[256]float32, b []byte, L *[256]uint8, nmax int32, rmin, 
 		xs := x[32*j : 32*j+32]
 		var sum2 float32
 		for _, v := range xs {
-			sum2 += v * v
+			sum2 += float32(v * v)
 		}
 		av := float32(math.Sqrt(float64(sum2 / 32)))
 		for l, v := range xs {

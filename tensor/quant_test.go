@@ -271,7 +271,7 @@ func TestQuantizeKQuantsBeatNaive(t *testing.T) {
 }
 
 func TestQuantizeErrors(t *testing.T) {
-	for _, ty := range []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, I8, F64} {
+	for _, ty := range []Type{Q4_0, Q4_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, I8, F64} {
 		err := Quantize(ty, make([]float32, ty.BlockSize()), make([]byte, ty.TypeSize()))
 		if !errors.Is(err, ErrNotSupported) {
 			t.Errorf("%s: err = %v, want ErrNotSupported", ty, err)
@@ -279,7 +279,7 @@ func TestQuantizeErrors(t *testing.T) {
 			t.Errorf("%s: err = %q, want %q", ty, err, want)
 		}
 	}
-	for _, ty := range []Type{F32, F16, BF16, Q8_0, Q8_1, Q8_K, Q4_K, Q5_K, Q6_K} {
+	for _, ty := range []Type{F32, F16, BF16, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, Q4_K, Q5_K, Q6_K} {
 		bs, ts := ty.BlockSize(), ty.TypeSize()
 		for _, c := range []struct{ n, nbytes int }{{bs, ts - 1}, {bs, ts + 1}, {bs + 1, ts}, {2 * bs, ts}, {bs, 0}} {
 			if c.n%bs != 0 && bs == 1 {
@@ -299,7 +299,7 @@ func TestQuantizeNonFinite(t *testing.T) {
 	x[3] = float32(math.Inf(1))
 	x[7] = float32(math.NaN())
 	x[9] = -1e38
-	for _, ty := range []Type{F16, BF16, Q8_0, Q8_K, Q4_K, Q5_K, Q6_K} {
+	for _, ty := range []Type{F16, BF16, Q5_0, Q5_1, Q8_0, Q8_K, Q4_K, Q5_K, Q6_K} {
 		size, _ := ty.RowSize(256)
 		if err := Quantize(ty, x, make([]byte, size)); err != nil {
 			t.Errorf("%s: %v", ty, err)
