@@ -1,0 +1,121 @@
+package convert
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
+	"github.com/glmrun/glmrun/model"
+)
+
+// hfLogits is testdata/hf/NAME.P.{batch,seq}.json.gz: transformers'
+// float32 logits for a prompt, all positions at once or one at a time.
+type hfLogits struct {
+	Tokens       []int32 `json:"tokens"`
+	PromptLogits []struct {
+		Pos    int       `json:"pos"`
+		Logits []float32 `json:"logits"`
+	} `json:"prompt_logits"`
+}
+
+func readHFLogits(t *testing.T, name string) *hfLogits {
+	t.Helper()
+	f, err := os.Open(filepath.Join(hfDir, name+".json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := new(hfLogits)
+	if err := json.NewDecoder(zr).Decode(r); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	for i, p := range r.PromptLogits {
+		if p.Pos != i {
+			t.Fatalf("%s: entry %d is position %d", name, i, p.Pos)
+		}
+	}
+	return r
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var d float64
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return d
+}
+
+// TestConvertedLogits runs each converted checkpoint with the library's
+// exact (float32-activation) path and compares its logits with
+// transformers' at every prompt position: prefill against the batch run,
+// decoding one token at a time against the one-at-a-time run. The bound is
+// the issue's 1e-3. bf16 weights convert exactly, and FP8 is compared
+// through f32 (value × scale in float32, what transformers computes), so
+// what is left is float32 rounding in two different implementations.
+func TestConvertedLogits(t *testing.T) {
+	const tol = 1e-3
+	tests := []struct{ checkpoint, outType string }{
+		{"glm5-hfs", OutBF16},
+		{"flash-hfs", OutBF16},
+		{"glm5-fp8s", OutF32},
+	}
+	for _, tc := range tests {
+		t.Run(tc.checkpoint+"."+tc.outType, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), tc.checkpoint+".gguf")
+			if _, err := Convert(filepath.Join(hfDir, tc.checkpoint), out, Options{OutType: tc.outType}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := model.Load(out, model.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			batch := readHFLogits(t, tc.checkpoint+".P.batch")
+			seq := readHFLogits(t, tc.checkpoint+".P.seq")
+
+			s, err := m.NewSession(model.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := s.Prefill(batch.Tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var prefill float64
+			for i, row := range rows {
+				prefill = max(prefill, maxAbsDiff(row, batch.PromptLogits[i].Logits))
+			}
+
+			d, err := m.NewSession(model.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var decode float64
+			for i, tok := range seq.Tokens {
+				row, err := d.Decode(tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				decode = max(decode, maxAbsDiff(row, seq.PromptLogits[i].Logits))
+			}
+			t.Logf("max abs logit error vs transformers: prefill %.3g, decode %.3g", prefill, decode)
+			if prefill > tol {
+				t.Errorf("prefill: max abs logit error %.3g > %g", prefill, tol)
+			}
+			if decode > tol {
+				t.Errorf("decode: max abs logit error %.3g > %g", decode, tol)
+			}
+		})
+	}
+}
