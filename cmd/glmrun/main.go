@@ -42,6 +42,8 @@ var commands = map[string]command{
 	"serve":      {"serve the model over an OpenAI-compatible HTTP API (continuous batching)", runServe},
 	"bench":      {"measure prompt processing and generation speed (tokens/s, as llama-bench)", runBench},
 	"synth":      {"write a synthetic deepseek2 model with random weights (GLM-4.7-Flash shape) for benchmarks", runSynth},
+	"convert":    {"convert a Hugging Face GLM-5 / GLM-4.7-Flash / DeepSeek-V3 checkpoint to GGUF as llama.cpp does", runConvert},
+	"quantize":   {"quantize an F32/F16/BF16 model to Q8_0, Q6_K, Q5_K_M or Q4_K_M as llama-quantize does", runQuantize},
 }
 
 // errUsage marks an error caused by bad flags or arguments (exit status 2).
