@@ -31,6 +31,11 @@ func (w *Writer) WriteStream(out io.Writer, tensors []StreamTensor) (int64, erro
 	if len(w.tensors) > 0 {
 		return 0, fmt.Errorf("gguf: WriteStream: the writer already holds %d tensors", len(w.tensors))
 	}
+	return w.writeStream(out, tensors)
+}
+
+// writeStream is WriteStream, and WriteTo with the writer's own tensors.
+func (w *Writer) writeStream(out io.Writer, tensors []StreamTensor) (int64, error) {
 	if w.Version != 2 && w.Version != 3 {
 		return 0, fmt.Errorf("gguf: cannot write GGUF version %d", w.Version)
 	}
@@ -57,8 +62,8 @@ func (w *Writer) WriteStream(out io.Writer, tensors []StreamTensor) (int64, erro
 			return 0, fmt.Errorf("gguf: tensor %q: no Write function", t.Name)
 		}
 	}
-	// The header is WriteTo's, with the offsets computed from the sizes
-	// the tensors will have rather than from data held in memory.
+	// The offsets come from the sizes the tensors will have, not from data
+	// held in memory.
 	e := &encoder{w: bufio.NewWriterSize(out, 1<<20)}
 	e.u32(Magic)
 	e.u32(w.Version)

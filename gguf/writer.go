@@ -257,53 +257,14 @@ func (e *encoder) value(v Value) {
 // WriteTo writes the GGUF file to out and returns the number of bytes
 // written.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	if w.Version != 2 && w.Version != 3 {
-		return 0, fmt.Errorf("gguf: cannot write GGUF version %d", w.Version)
+	tensors := make([]StreamTensor, len(w.tensors))
+	for i, t := range w.tensors {
+		tensors[i] = StreamTensor{Name: t.name, Type: t.typ, Dims: t.dims, Write: func(o io.Writer) error {
+			_, err := o.Write(t.data)
+			return err
+		}}
 	}
-	align, err := w.alignment()
-	if err != nil {
-		return 0, err
-	}
-	for _, kv := range w.kvs {
-		if !kv.Value.typ.valid() || (kv.Value.typ == TypeArray && !kv.Value.elem.valid()) {
-			return 0, fmt.Errorf("gguf: key %q: invalid value type", kv.Key)
-		}
-	}
-	e := &encoder{w: bufio.NewWriterSize(out, 1<<20)}
-	e.u32(Magic)
-	e.u32(w.Version)
-	e.u64(uint64(len(w.tensors)))
-	e.u64(uint64(len(w.kvs)))
-	for _, kv := range w.kvs {
-		e.str(kv.Key)
-		e.u32(uint32(kv.Value.typ))
-		e.value(kv.Value)
-	}
-	var off uint64
-	for _, t := range w.tensors {
-		e.str(t.name)
-		e.u32(uint32(len(t.dims)))
-		for _, d := range t.dims {
-			e.u64(uint64(d))
-		}
-		e.u32(uint32(t.typ))
-		e.u64(off)
-		off += (uint64(len(t.data)) + align - 1) / align * align
-	}
-	if !w.unpadded || len(w.tensors) > 0 {
-		e.pad(int64(align))
-	}
-	for _, t := range w.tensors {
-		e.bytes(t.data)
-		e.pad(int64(align))
-	}
-	if e.err == nil {
-		e.err = e.w.Flush()
-	}
-	if e.err != nil {
-		return e.n, fmt.Errorf("gguf: write: %w", e.err)
-	}
-	return e.n, nil
+	return w.writeStream(out, tensors)
 }
 
 // WriteFile writes the GGUF file to path, atomically: it writes a temporary
