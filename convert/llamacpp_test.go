@@ -2,13 +2,11 @@ package convert
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
 
 // llamacppRef is testdata/hf/NAME.llamacpp-T.json.gz: what llama.cpp's
@@ -33,27 +32,15 @@ type llamacppRef struct {
 
 func readLlamacppRef(t *testing.T, name string) *llamacppRef {
 	t.Helper()
-	f, err := os.Open(filepath.Join(hfDir, name+".json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var raw struct {
 		Metadata json.RawMessage `json:"metadata"`
 	}
 	ref := &llamacppRef{values: map[string]json.RawMessage{}}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(zr); err != nil {
+	data := testmodels.HF(t, name)
+	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(buf.Bytes(), ref); err != nil {
+	if err := json.Unmarshal(data, ref); err != nil {
 		t.Fatal(err)
 	}
 	// The keys in file order: walk the metadata object's tokens.

@@ -1,49 +1,14 @@
 package convert
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
 )
-
-// hfLogits is testdata/hf/NAME.P.{batch,seq}.json.gz: transformers'
-// float32 logits for a prompt, all positions at once or one at a time.
-type hfLogits struct {
-	Tokens       []int32 `json:"tokens"`
-	PromptLogits []struct {
-		Pos    int       `json:"pos"`
-		Logits []float32 `json:"logits"`
-	} `json:"prompt_logits"`
-}
-
-func readHFLogits(t *testing.T, name string) *hfLogits {
-	t.Helper()
-	f, err := os.Open(filepath.Join(hfDir, name+".json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := new(hfLogits)
-	if err := json.NewDecoder(zr).Decode(r); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	for i, p := range r.PromptLogits {
-		if p.Pos != i {
-			t.Fatalf("%s: entry %d is position %d", name, i, p.Pos)
-		}
-	}
-	return r
-}
 
 func maxAbsDiff(a, b []float32) float64 {
 	if len(a) != len(b) {
@@ -82,8 +47,8 @@ func TestConvertedLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			batch := readHFLogits(t, tc.checkpoint+".P.batch")
-			seq := readHFLogits(t, tc.checkpoint+".P.seq")
+			batch := testmodels.ReadHFLogits(t, tc.checkpoint+".P.batch")
+			seq := testmodels.ReadHFLogits(t, tc.checkpoint+".P.seq")
 
 			s, err := m.NewSession(model.SessionOptions{})
 			if err != nil {

@@ -1,42 +1,14 @@
 package model
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
-
-// hfLogits are transformers' logits for a prompt (testdata/hf/NAME.P.batch
-// and .seq): the whole prompt at once, or one token at a time through
-// transformers' own cache.
-type hfLogits struct {
-	Tokens       []int32 `json:"tokens"`
-	PromptLogits []struct {
-		Pos    int       `json:"pos"`
-		Logits []float32 `json:"logits"`
-	} `json:"prompt_logits"`
-}
-
-// readJSONGz decodes testdata/hf/<name>.json.gz into v.
-func readJSONGz(t *testing.T, name string, v any) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "hf", name+".json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.NewDecoder(zr).Decode(v); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-}
 
 // llamacppConversion is what llama.cpp's converter wrote for a checkpoint
 // (testdata/hf/NAME.llamacpp-T.json): each tensor's type, shape and hash.
@@ -64,7 +36,9 @@ func TestSharedIndexerLogits(t *testing.T) {
 	}
 	defer m.Close()
 	var conv llamacppConversion
-	readJSONGz(t, name+".llamacpp-bf16", &conv)
+	if err := json.Unmarshal(testmodels.HF(t, name+".llamacpp-bf16"), &conv); err != nil {
+		t.Fatal(err)
+	}
 	if len(conv.Tensors) != len(m.file.Tensors) {
 		t.Fatalf("%d tensors, llama.cpp's conversion has %d", len(m.file.Tensors), len(conv.Tensors))
 	}
@@ -85,9 +59,7 @@ func TestSharedIndexerLogits(t *testing.T) {
 		t.Error("the shared layer has indexer weights")
 	}
 
-	var batch, seq hfLogits
-	readJSONGz(t, name+".P.batch", &batch)
-	readJSONGz(t, name+".P.seq", &seq)
+	batch, seq := testmodels.ReadHFLogits(t, name+".P.batch"), testmodels.ReadHFLogits(t, name+".P.seq")
 	if len(batch.Tokens) <= c.IndexerTopK {
 		t.Fatalf("%d tokens: no sparse attention with top_k %d", len(batch.Tokens), c.IndexerTopK)
 	}

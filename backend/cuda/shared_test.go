@@ -1,13 +1,11 @@
 package cuda
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
 )
 
@@ -19,24 +17,7 @@ func TestSharedIndexerForward(t *testing.T) {
 	const tol = 1e-3
 	useFake(t)
 	dir := filepath.Join("..", "..", "testdata", "hf")
-	f, err := os.Open(filepath.Join(dir, "glm52-hfs.P.batch.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Tokens       []int32 `json:"tokens"`
-		PromptLogits []struct {
-			Logits []float32 `json:"logits"`
-		} `json:"prompt_logits"`
-	}
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testmodels.ReadHFLogits(t, "glm52-hfs.P.batch")
 	m, err := model.Load(filepath.Join(dir, "glm52-hfs.bf16.gguf"), model.Options{Backend: "cuda", Threads: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -112,6 +113,56 @@ func ref(name string) ([]byte, error) {
 		return nil, fmt.Errorf("testmodels: ref %q: %w", name, err)
 	}
 	return b, nil
+}
+
+// HF returns testdata/hf/<name>.json.gz decompressed: a reference of the
+// Hugging Face test checkpoints ("glm5-hfs.P.batch",
+// "glm5-hfs.llamacpp-bf16").
+func HF(tb testing.TB, name string) []byte {
+	tb.Helper()
+	r, err := root()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(r, "testdata", "hf", name+".json.gz"))
+	if err != nil {
+		tb.Fatalf("testmodels: %v", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatalf("testmodels: %s: %v", name, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatalf("testmodels: %s: %v", name, err)
+	}
+	return b
+}
+
+// HFLogits are transformers' float32 logits for a prompt
+// (testdata/hf/NAME.P.batch: all positions at once; NAME.P.seq: one token
+// at a time through its cache); PromptLogits[i] follows Tokens[:i+1].
+type HFLogits struct {
+	Tokens       []int32 `json:"tokens"`
+	PromptLogits []struct {
+		Pos    int       `json:"pos"`
+		Logits []float32 `json:"logits"`
+	} `json:"prompt_logits"`
+}
+
+// ReadHFLogits decodes testdata/hf/<name>.json.gz as HFLogits.
+func ReadHFLogits(tb testing.TB, name string) *HFLogits {
+	tb.Helper()
+	r := new(HFLogits)
+	if err := json.Unmarshal(HF(tb, name), r); err != nil {
+		tb.Fatalf("testmodels: %s: %v", name, err)
+	}
+	for i, p := range r.PromptLogits {
+		if p.Pos != i {
+			tb.Fatalf("testmodels: %s: entry %d is position %d", name, i, p.Pos)
+		}
+	}
+	return r
 }
 
 // recipe builds a derived model from files in testdata/models.
