@@ -355,21 +355,29 @@ func writeTinyQuantInput(t *testing.T, dir, name string, v float32) string {
 	return path
 }
 
-// TestQuantizePipeline: the output does not depend on the number of
-// threads or on how tensors are cut into pieces (down to one row per
-// piece), so the workers' pieces are written in order; and requantizing
-// (--allow-requantize) runs through the same path.
-func TestQuantizePipeline(t *testing.T) {
+// denseQ4KMPlan opens glm5-dense.Q8_0 (closed with the test) and plans
+// its requantization to Q4_K_M, that file type.
+func denseQ4KMPlan(t *testing.T) (*gguf.File, []quantChoice, quantFType) {
+	t.Helper()
 	f, err := gguf.Open(testModels + "glm5-dense.Q8_0.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	ft, _ := parseQuantFType("Q4_K_M")
 	plan, err := planQuantFile(f, ft, true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, plan, ft
+}
+
+// TestQuantizePipeline: the output does not depend on the number of
+// threads or on how tensors are cut into pieces (down to one row per
+// piece), so the workers' pieces are written in order; and requantizing
+// (--allow-requantize) runs through the same path.
+func TestQuantizePipeline(t *testing.T) {
+	f, plan, ft := denseQ4KMPlan(t)
 	dir := t.TempDir()
 	var want []byte
 	for _, o := range []quantOptions{
@@ -468,16 +476,7 @@ func TestQuantizeVerbose(t *testing.T) {
 // TestQuantizeCanceled: a canceled context (Ctrl-C) stops the work with
 // its cause and leaves neither the output nor a temporary file.
 func TestQuantizeCanceled(t *testing.T) {
-	f, err := gguf.Open(testModels + "glm5-dense.Q8_0.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ft, _ := parseQuantFType("Q4_K_M")
-	plan, err := planQuantFile(f, ft, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, plan, ft := denseQ4KMPlan(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.gguf")
 	ctx, cancel := context.WithCancelCause(context.Background())
