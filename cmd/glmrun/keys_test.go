@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,5 +44,24 @@ func TestUnsupportedKeys(t *testing.T) {
 	code, stdout, _ := runCLI(t, "inspect", path)
 	if code != 0 || !strings.Contains(stdout, "glm-dsa.attention.indexer.kpool") || !strings.Contains(stdout, "not supported") {
 		t.Errorf("inspect: exit %d, output without the key:\n%s", code, stdout)
+	}
+}
+
+// TestInspectIndexerTypes: inspect spells out GLM-5.2's shared-indexer
+// pattern, and its per-token KV cache leaves out the shared layer's
+// indexer keys.
+func TestInspectIndexerTypes(t *testing.T) {
+	path := filepath.Join("..", "..", "testdata", "hf", "glm52-hfs.bf16.gguf")
+	code, stdout, stderr := runCLI(t, "inspect", path)
+	if code != 0 || !strings.Contains(stdout, "indexer types:     full, shared, full, full (1 shared") {
+		t.Fatalf("inspect: exit %d, %s\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = runCLI(t, "inspect", "--json", "--tp", "1", path)
+	if code != 0 {
+		t.Fatalf("inspect --json: exit %d, %s", code, stderr)
+	}
+	// 4 layers of 64+16 latent floats, 3 of them with 64 indexer floats.
+	if want := fmt.Sprintf(`"kv_bytes_per_token": %d`, 4*(4*(64+16))+4*3*64); !strings.Contains(stdout, want) {
+		t.Errorf("inspect --json lacks %s", want)
 	}
 }
