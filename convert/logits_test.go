@@ -25,9 +25,10 @@ func maxAbsDiff(a, b []float32) float64 {
 // exact (float32-activation) path and compares its logits with
 // transformers' at every prompt position: prefill against the batch run,
 // decoding one token at a time against the one-at-a-time run. The bound is
-// 1e-3, as for every reference here. bf16 weights convert exactly, and FP8 is compared
-// through f32 (value × scale in float32, what transformers computes), so
-// what is left is float32 rounding in two different implementations.
+// 1e-3, as for every reference here. bf16 weights convert exactly, and FP8
+// is compared through f32 (value × scale in float32, what transformers
+// computes), so what is left is float32 rounding in two different
+// implementations.
 func TestConvertedLogits(t *testing.T) {
 	const tol = 1e-3
 	tests := []struct{ checkpoint, outType string }{
