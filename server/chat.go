@@ -39,10 +39,7 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	c := chatCompletion{
 		ID: newID("chatcmpl-"), Created: time.Now().Unix(), Model: s.cfg.ModelID, SystemFingerprint: "glmrun",
 	}
-	parser := newReplyParser(prep.thinking, prep.tools, func() string { return newID("call_") })
-	if prep.forced != "" {
-		parser.add(prep.forced) // opens the call; nothing to emit yet
-	}
+	parser := prep.newParser("call_")
 	if req.Stream {
 		s.streamChat(ctx, w, r, c, parser, prep, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
@@ -51,49 +48,39 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	var content, reasoning strings.Builder
 	var calls []toolCall
 	var lps []chatTokenLogprob
-	add := func(d replyDelta) {
+	last, ok := readReply(ctx, r, parser, func(d replyDelta, tl []tokenLogprob) bool {
 		content.WriteString(d.content)
 		reasoning.WriteString(d.reasoning)
 		calls = append(calls, d.calls...)
+		lps = appendChatLogprobs(lps, tl)
+		return true
+	}, nil, 0)
+	if !ok {
+		return // the client went away
 	}
-	for {
-		evs, err := next(ctx, r)
-		if err != nil {
-			return // the client went away
-		}
-		for _, ev := range evs {
-			if ev.err != nil {
-				writeError(w, runError(ev.err))
-				return
-			}
-			add(parser.add(ev.text))
-			lps = appendChatLogprobs(lps, ev.logprobs)
-			if ev.finish == "" {
-				continue
-			}
-			add(parser.flush())
-			msg := &replyMessage{Role: "assistant", ToolCalls: calls}
-			if content.Len() > 0 || len(calls) == 0 {
-				msg.Content = ptr(content.String())
-			}
-			if reasoning.Len() > 0 {
-				msg.ReasoningContent = ptr(reasoning.String())
-			}
-			finish := ev.finish
-			if len(calls) > 0 && finish == "stop" {
-				finish = "tool_calls"
-			}
-			ch := chatChoice{Message: msg, FinishReason: &finish}
-			if prep.logprobs {
-				ch.Logprobs = &chatLogprobs{Content: nonNil(lps)}
-			}
-			c.Object = "chat.completion"
-			c.Choices = []chatChoice{ch}
-			c.Usage = &ev.usage
-			writeJSON(w, http.StatusOK, c)
-			return
-		}
+	if last.err != nil {
+		writeError(w, runError(last.err))
+		return
 	}
+	msg := &replyMessage{Role: "assistant", ToolCalls: calls}
+	if content.Len() > 0 || len(calls) == 0 {
+		msg.Content = ptr(content.String())
+	}
+	if reasoning.Len() > 0 {
+		msg.ReasoningContent = ptr(reasoning.String())
+	}
+	finish := last.finish
+	if len(calls) > 0 && finish == "stop" {
+		finish = "tool_calls"
+	}
+	ch := chatChoice{Message: msg, FinishReason: &finish}
+	if prep.logprobs {
+		ch.Logprobs = &chatLogprobs{Content: nonNil(lps)}
+	}
+	c.Object = "chat.completion"
+	c.Choices = []chatChoice{ch}
+	c.Usage = &last.usage
+	writeJSON(w, http.StatusOK, c)
 }
 
 // streamChat writes r's reply as chat.completion.chunk events.
@@ -127,48 +114,80 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *reque
 	if !send(&replyMessage{Role: "assistant", Content: ptr("")}, nil, nil) {
 		return
 	}
-	for {
-		evs, err := next(ctx, r)
-		if err != nil {
+	last, ok := readReply(ctx, r, parser, func(d replyDelta, tl []tokenLogprob) bool {
+		return send(deltaOf(d), appendChatLogprobs(nil, tl), nil)
+	}, nil, 0)
+	if !ok {
+		return
+	}
+	if last.err != nil {
+		sse.send(errorBody{*runError(last.err)})
+		return
+	}
+	finish := last.finish
+	if nCalls > 0 && finish == "stop" {
+		finish = "tool_calls"
+	}
+	if !send(&replyMessage{}, nil, &finish) {
+		return
+	}
+	if includeUsage {
+		c.Choices = []chatChoice{}
+		c.Usage = &last.usage
+		if !sse.send(c) {
 			return
+		}
+	}
+	sse.done()
+}
+
+// readReply passes r's reply, parsed by parser, to emit as it comes: each
+// piece with the log-probabilities of the tokens that made it, the
+// parser's held text joined to the last piece. Both chat APIs, whole and
+// streamed, read replies through it, so that they split reasoning, content
+// and tool calls alike. It returns the last event (finish or err set), or
+// false when ctx ends first (the client went away) or emit or idle returns
+// false. idle, when not nil, is called once per idleEvery tick that finds
+// no event waiting (a stream's keep-alive).
+func readReply(ctx context.Context, r *request, parser *replyParser, emit func(replyDelta, []tokenLogprob) bool,
+	idle func() bool, idleEvery time.Duration) (event, bool) {
+	var tick <-chan time.Time
+	if idle != nil {
+		t := time.NewTicker(idleEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		evs := r.out.take()
+		if len(evs) == 0 {
+			select {
+			case <-r.out.ready:
+			case <-ctx.Done():
+				return event{}, false
+			case <-tick:
+				if !idle() {
+					return event{}, false
+				}
+			}
+			continue
 		}
 		for _, ev := range evs {
 			if ev.err != nil {
-				sse.send(errorBody{*runError(ev.err)})
-				return
+				return ev, true
 			}
 			d := parser.add(ev.text)
-			lps := appendChatLogprobs(nil, ev.logprobs)
 			if ev.finish != "" {
 				f := parser.flush()
 				d.content += f.content
 				d.reasoning += f.reasoning
 				d.calls = append(d.calls, f.calls...)
 			}
-			if !d.empty() || len(lps) > 0 {
-				if !send(deltaOf(d), lps, nil) {
-					return
-				}
+			if (!d.empty() || len(ev.logprobs) > 0) && !emit(d, ev.logprobs) {
+				return event{}, false
 			}
-			if ev.finish == "" {
-				continue
+			if ev.finish != "" {
+				return ev, true
 			}
-			finish := ev.finish
-			if nCalls > 0 && finish == "stop" {
-				finish = "tool_calls"
-			}
-			if !send(&replyMessage{}, nil, &finish) {
-				return
-			}
-			if includeUsage {
-				c.Choices = []chatChoice{}
-				c.Usage = &ev.usage
-				if !sse.send(c) {
-					return
-				}
-			}
-			sse.done()
-			return
 		}
 	}
 }
@@ -196,7 +215,7 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if e := checkN(req.N); e != nil {
 		return nil, e
 	}
-	if e := checkStop(req.Stop); e != nil {
+	if e := checkStop("stop", req.Stop); e != nil {
 		return nil, e
 	}
 	if req.StreamOptions != nil && !req.Stream {
@@ -282,15 +301,53 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 			return nil, invalid(fmt.Sprintf("tools[%d]", i), "a tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}")
 		}
 	}
-	parseTools, force, forceName, e := toolChoice(req.ToolChoice, req.Tools)
+	turn := &chatTurn{messages: msgs, tools: req.Tools}
+	turn.parseTools, turn.force, turn.forceName, e = toolChoice(req.ToolChoice, req.Tools)
 	if e != nil {
 		return nil, e
 	}
-	if parseTools {
-		p.tools = req.Tools
+	if e := thinkingOptions(&turn.opts, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
+		return nil, e
 	}
+	r, e := s.renderChat(turn)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkPromptLen("messages", len(r.prompt)); e != nil {
+		return nil, e
+	}
+	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
+	return p, nil
+}
 
-	opts := chat.Options{Tools: req.Tools, AddGenerationPrompt: true}
+// chatTurn is a conversation in the chat template's terms, read from an
+// OpenAI chat request or an Anthropic Messages request: both APIs render,
+// force tool calls and parse replies through it, so that the same
+// conversation gets the same prompt and the same reply from either.
+type chatTurn struct {
+	messages []chat.Message
+	// tools are the tool definitions in OpenAI's function shape
+	// ({"type": "function", "function": {...}}), which the template renders
+	// and toolParamTypes reads.
+	tools      []json.RawMessage
+	parseTools bool   // parse tool calls in the reply
+	force      bool   // the reply must be a tool call ...
+	forceName  string // ... of this function, if set
+	// opts holds the request's thinking switches and template variables;
+	// renderChat sets the rest.
+	opts chat.Options
+}
+
+// renderChat renders and tokenizes t's prompt. The returned chatPrep has
+// the prompt, thinking, tools and forced set; checking the prompt's length
+// is the caller's, whose API words the error.
+func (s *Server) renderChat(t *chatTurn) (*chatPrep, *apiError) {
+	p := &chatPrep{}
+	if t.parseTools {
+		p.tools = t.tools
+	}
+	opts := t.opts
+	opts.Tools, opts.AddGenerationPrompt = t.tools, true
 	tok := s.cfg.Tokenizer
 	if id := tok.BOS(); id >= 0 {
 		opts.BOSToken = tok.Text(id)
@@ -298,43 +355,39 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if id := tok.EOS(); id >= 0 {
 		opts.EOSToken = tok.Text(id)
 	}
-	if e := thinkingOptions(&opts, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
-		return nil, e
-	}
-	if force {
+	if t.force {
 		// The reply is the tool call, with no reasoning before it.
 		opts.NoThinking = true
 	}
-	text, err := s.cfg.Template.Render(msgs, opts)
+	text, err := s.cfg.Template.Render(t.messages, opts)
 	if err != nil {
 		return nil, invalid("messages", "rendering the chat template: %v", err)
 	}
-	if force {
-		p.forced = tagToolCall + forceName
+	if t.force {
+		p.forced = tagToolCall + t.forceName
 		text += p.forced
 	}
 	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
 	// add nothing, as the library's Chat does.
 	p.prompt = tok.Encode(text, false, true)
-	if e := s.checkPromptLen("messages", len(p.prompt)); e != nil {
-		return nil, e
-	}
 	p.thinking = strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), tagThink)
 	return p, nil
+}
+
+// newParser returns the parser of p's reply, which names tool calls with
+// ids made of idPrefix ("call_" in OpenAI's API, "toolu_" in Anthropic's).
+// A forced call's opening, which the prompt ends with, is read first.
+func (p *chatPrep) newParser(idPrefix string) *replyParser {
+	parser := newReplyParser(p.thinking, p.tools, func() string { return newID(idPrefix) })
+	if p.forced != "" {
+		parser.add(p.forced) // opens the call; nothing to emit yet
+	}
+	return parser
 }
 
 // reasoningEfforts are the values of OpenAI's reasoning_effort.
 var reasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
-// thinkingOptions sets the template options that switch thinking, from
-// OpenAI's reasoning_effort and llama-server's / vLLM's
-// chat_template_kwargs. Every kwarg becomes a template variable.
-// enable_thinking and clear_thinking must be booleans, and also set the
-// built-in template's options (which reads no variables). GLM's template
-// knows thinking on and off, no levels: reasoning_effort "none" turns it
-// off (as Ollama maps it), the other levels leave it on; the value is
-// passed as the variable reasoning_effort for templates that read it. An
-// explicit enable_thinking wins over reasoning_effort.
 // toolChoice reads tool_choice against tools: whether to parse tool
 // calls, and whether the reply must be one (force), of the function
 // forceName if it names one. "required" and a named function are forced
@@ -369,19 +422,37 @@ func toolChoice(raw json.RawMessage, tools []json.RawMessage) (parse, force bool
 	if err := json.Unmarshal(raw, &named); err != nil || named.Function.Name == "" || (named.Type != "" && named.Type != "function") {
 		return false, false, "", invalid("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
 	}
+	if hasTool(tools, named.Function.Name) {
+		return true, true, named.Function.Name, nil
+	}
+	return false, false, "", invalid("tool_choice", "tool_choice names the function %q, which is not in tools", named.Function.Name)
+}
+
+// hasTool reports whether tools (OpenAI function definitions) define the
+// function name.
+func hasTool(tools []json.RawMessage, name string) bool {
 	for _, t := range tools {
 		var def struct {
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
 		}
-		if json.Unmarshal(t, &def) == nil && def.Function.Name == named.Function.Name {
-			return true, true, named.Function.Name, nil
+		if json.Unmarshal(t, &def) == nil && def.Function.Name == name {
+			return true
 		}
 	}
-	return false, false, "", invalid("tool_choice", "tool_choice names the function %q, which is not in tools", named.Function.Name)
+	return false
 }
 
+// thinkingOptions sets the template options that switch thinking, from
+// OpenAI's reasoning_effort and llama-server's / vLLM's
+// chat_template_kwargs. Every kwarg becomes a template variable.
+// enable_thinking and clear_thinking must be booleans, and also set the
+// built-in template's options (which reads no variables). GLM's template
+// knows thinking on and off, no levels: reasoning_effort "none" turns it
+// off (as Ollama maps it), the other levels leave it on; the value is
+// passed as the variable reasoning_effort for templates that read it. An
+// explicit enable_thinking wins over reasoning_effort.
 func thinkingOptions(opts *chat.Options, effort *string, kwargs map[string]json.RawMessage) *apiError {
 	vars := make(map[string]any, len(kwargs)+1)
 	if effort != nil {

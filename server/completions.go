@@ -34,7 +34,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if e := checkStop(req.Stop); e != nil {
+	if e := checkStop("stop", req.Stop); e != nil {
 		writeError(w, e)
 		return
 	}

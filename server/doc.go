@@ -13,6 +13,27 @@
 // UTF-8 (a byte no character can be made of becomes U+FFFD), and the
 // streamed pieces add up to the whole answer.
 //
+// It also answers Anthropic's Messages API, POST /v1/messages and
+// POST /v1/messages/count_tokens, for clients such as Claude Code and the
+// Anthropic SDKs: a request is read into the same conversation an OpenAI
+// chat request is (system, text, thinking, tool_use and tool_result blocks
+// become the template's system, user, assistant and tool messages) and
+// runs through the same template, scheduler and reply parser, so the two
+// APIs give one conversation the same prompt. The reply comes back as
+// content blocks (thinking, text, tool_use) with Anthropic's stop_reason
+// (end_turn, max_tokens, stop_sequence, tool_use) and usage, whose
+// cache_read_input_tokens are the prompt tokens found in a slot's KV
+// cache; a stream is Anthropic's named events (message_start, ping,
+// content_block_start/delta/stop, message_delta, message_stop). thinking
+// {"type": "disabled"} turns thinking off, "enabled" (budget_tokens is not
+// enforced) and "adaptive" leave it on. These endpoints take the API key
+// as x-api-key too, and answer errors in Anthropic's shape,
+// {"type": "error", "error": {"type", "message"}}: invalid_request_error
+// (400, 405), authentication_error (401), not_found_error (404),
+// request_too_large (413), overloaded_error (529, a full queue or a
+// server shutting down) and api_error (500); a prompt over the context is
+// "prompt is too long: N tokens > M maximum", as Anthropic words it.
+//
 // Thinking is on by default and switched per request with
 // chat_template_kwargs {"enable_thinking": false}, as in llama-server and
 // vLLM (every chat_template_kwargs entry is a template variable), or with

@@ -100,14 +100,15 @@ func (s *Server) sampler(p samplingParams) (*sample.Sampler, *apiError) {
 	return smp, nil
 }
 
-// checkStop validates stop strings.
-func checkStop(stop []string) *apiError {
+// checkStop validates the stop strings of the request parameter param
+// ("stop", or Anthropic's "stop_sequences").
+func checkStop(param string, stop []string) *apiError {
 	if len(stop) > maxStopStrings {
-		return invalid("stop", "at most %d stop strings, not %d", maxStopStrings, len(stop))
+		return invalid(param, "at most %d stop strings, not %d", maxStopStrings, len(stop))
 	}
 	for _, st := range stop {
 		if st == "" {
-			return invalid("stop", "stop strings must not be empty")
+			return invalid(param, "stop strings must not be empty")
 		}
 	}
 	return nil

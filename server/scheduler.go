@@ -121,6 +121,7 @@ type event struct {
 	text     string
 	logprobs []tokenLogprob
 	finish   string // "stop" or "length" on the last event
+	stop     string // the stop string that ended the reply, if one did (Anthropic's stop_sequence)
 	err      error  // a failure; the last event
 	usage    usage  // on the last event
 }
@@ -637,7 +638,7 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 	seq.generated++
 	s.metrics.genTokens.Add(1)
 	if s.tok.IsEOG(id) {
-		s.finish(seq, "stop", false)
+		s.finish(seq, "stop", "")
 		return
 	}
 	if r.logprobs {
@@ -669,14 +670,14 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 		}
 	}
 	seq.held += text
-	if i := stopIndex(seq.held, r.stop); i >= 0 {
+	if i, st := firstStop(seq.held, r.stop); i >= 0 {
 		seq.held = seq.held[:i]
-		s.finish(seq, "stop", true)
+		s.finish(seq, "stop", st)
 		return
 	}
 	// The context holds the prompt and the whole reply.
 	if r.maxTokens > 0 && seq.generated >= r.maxTokens || len(r.prompt)+seq.generated >= s.ctxSize {
-		s.finish(seq, "length", false)
+		s.finish(seq, "length", "")
 		return
 	}
 	if keep := stopPrefixLen(seq.held, r.stop); keep < len(seq.held) {
@@ -688,11 +689,11 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 }
 
 // finish ends seq with reason, passing on the text still held back. After
-// a stop string (stopped), the decoder's held bytes follow it and are
-// dropped.
-func (s *scheduler) finish(seq *sequence, reason string, stopped bool) {
+// the stop string stop (stop strings are never empty), the decoder's held
+// bytes follow it and are dropped.
+func (s *scheduler) finish(seq *sequence, reason, stop string) {
 	text := seq.held
-	if !stopped {
+	if stop == "" {
 		text += seq.dec.Flush()
 	}
 	// Metrics and the slot are settled before the client hears the end, so a
@@ -700,7 +701,7 @@ func (s *scheduler) finish(seq *sequence, reason string, stopped bool) {
 	s.metrics.completed.Add(1)
 	s.release(seq, true)
 	seq.req.out.put(event{
-		text: text, logprobs: seq.lps, finish: reason,
+		text: text, logprobs: seq.lps, finish: reason, stop: stop,
 		usage: *cachedUsage(len(seq.req.prompt), seq.generated, seq.cached),
 	})
 }
@@ -713,13 +714,20 @@ func (s *scheduler) fail(seq *sequence, err error) {
 
 // stopIndex returns the index of the earliest stop string in text, or -1.
 func stopIndex(text string, stop []string) int {
-	best := -1
+	i, _ := firstStop(text, stop)
+	return i
+}
+
+// firstStop returns the index of the earliest stop string in text and
+// that string (the first listed of those starting there), or -1, "".
+func firstStop(text string, stop []string) (int, string) {
+	best, which := -1, ""
 	for _, st := range stop {
 		if i := strings.Index(text, st); i >= 0 && (best < 0 || i < best) {
-			best = i
+			best, which = i, st
 		}
 	}
-	return best
+	return best, which
 }
 
 // stopPrefixLen returns the length of the longest suffix of text that is a

@@ -46,7 +46,8 @@ type Config struct {
 	QueueSize int
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on the
 	// /v1/ endpoints (GET /health and GET /metrics stay open, as in vLLM);
-	// the scheme is case-insensitive, as HTTP defines it.
+	// the scheme is case-insensitive, as HTTP defines it. Anthropic's
+	// /v1/messages endpoints also take it as "x-api-key: KEY".
 	APIKey string
 	// Special renders control tokens (<|assistant|>, <think>, <tool_call>,
 	// ...) as their text in replies, as llama-server --special does. By
@@ -134,6 +135,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.handleChat))
 	s.mux.HandleFunc("/v1/completions", s.post(s.handleCompletions))
+	s.mux.HandleFunc("/v1/messages", s.anthropicPost(s.handleMessages))
+	s.mux.HandleFunc("/v1/messages/count_tokens", s.anthropicPost(s.handleCountTokens))
+	s.mux.HandleFunc("/v1/messages/", s.handleMessagesNotFound)
 	s.mux.HandleFunc("/v1/models", s.get(s.handleModels))
 	s.mux.HandleFunc("/v1/models/{id...}", s.get(s.handleModel))
 	s.mux.HandleFunc("/health", s.get(s.handleHealth))
@@ -166,7 +170,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			path = "/v1/models/{id}"
 		}
 		switch path {
-		case "/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/{id}", "/health", "/metrics":
+		case "/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
+			"/v1/models", "/v1/models/{id}", "/health", "/metrics":
 		default:
 			path = "other"
 		}
@@ -174,6 +179,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if strings.HasPrefix(r.URL.Path, "/v1/") && s.cfg.APIKey != "" && !s.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="glmrun"`)
+		if messagesPath(r.URL.Path) {
+			writeAnthropicError(rec, &apiError{status: http.StatusUnauthorized,
+				Message: "invalid or missing API key: send the header x-api-key: <key> or Authorization: Bearer <key>"})
+			return
+		}
 		writeError(rec, &apiError{status: http.StatusUnauthorized, Type: "invalid_request_error",
 			Message: "invalid or missing API key: send the header Authorization: Bearer <key>", Code: ptr("invalid_api_key")})
 		return
@@ -183,8 +193,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // authorized reports whether r carries the API key as a bearer token. The
 // scheme is matched case-insensitively (RFC 9110, section 11.1), so
-// "bearer KEY" and "BEARER KEY" pass too.
+// "bearer KEY" and "BEARER KEY" pass too. Anthropic's endpoints also take
+// the key as "x-api-key: KEY", the header Anthropic's clients send; the
+// OpenAI ones keep to the one header OpenAI's clients send.
 func (s *Server) authorized(r *http.Request) bool {
+	if messagesPath(r.URL.Path) {
+		if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" &&
+			subtle.ConstantTimeCompare([]byte(k), []byte(s.cfg.APIKey)) == 1 {
+			return true
+		}
+	}
 	scheme, key, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
