@@ -242,20 +242,31 @@ func (s *Server) handleMessagesNotFound(w http.ResponseWriter, r *http.Request) 
 		Message: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)})
 }
 
-// handleMessages answers POST /v1/messages.
-func (s *Server) handleMessages(w http.ResponseWriter, hr *http.Request) {
-	var req messagesRequest
-	if e := s.decodeBody(w, hr, &req); e != nil {
+// readMessages decodes and prepares a /v1/messages request (generate:
+// for a reply, not for count_tokens; see prepareMessages), answering the
+// error itself; ok is false then.
+func (s *Server) readMessages(w http.ResponseWriter, hr *http.Request, generate bool) (*messagesRequest, *chatPrep, bool) {
+	req := new(messagesRequest)
+	if e := s.decodeBody(w, hr, req); e != nil {
 		writeAnthropicError(w, e)
-		return
+		return nil, nil, false
 	}
 	if e := s.checkModel(req.Model); e != nil {
 		writeAnthropicError(w, e)
-		return
+		return nil, nil, false
 	}
-	prep, e := s.prepareMessages(&req, true)
+	prep, e := s.prepareMessages(req, generate)
 	if e != nil {
 		writeAnthropicError(w, e)
+		return nil, nil, false
+	}
+	return req, prep, true
+}
+
+// handleMessages answers POST /v1/messages.
+func (s *Server) handleMessages(w http.ResponseWriter, hr *http.Request) {
+	req, prep, ok := s.readMessages(w, hr, true)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
@@ -328,18 +339,8 @@ func (s *Server) streamMessages(ctx context.Context, w http.ResponseWriter, r *r
 // tokens of the prompt the same /v1/messages request would run, whether or
 // not it fits the context (a client asks to find out).
 func (s *Server) handleCountTokens(w http.ResponseWriter, hr *http.Request) {
-	var req messagesRequest
-	if e := s.decodeBody(w, hr, &req); e != nil {
-		writeAnthropicError(w, e)
-		return
-	}
-	if e := s.checkModel(req.Model); e != nil {
-		writeAnthropicError(w, e)
-		return
-	}
-	prep, e := s.prepareMessages(&req, false)
-	if e != nil {
-		writeAnthropicError(w, e)
+	_, prep, ok := s.readMessages(w, hr, false)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(prep.prompt)})
