@@ -258,6 +258,27 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	}
 	p.sampler = smp
 
+	turn, e := chatTurnOf(req)
+	if e != nil {
+		return nil, e
+	}
+	r, e := s.renderChat(turn)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.checkPromptLen("messages", len(r.prompt)); e != nil {
+		return nil, e
+	}
+	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
+	return p, nil
+}
+
+// chatTurnOf reads the parts of an OpenAI chat request that shape its
+// prompt (messages, tools, tool_choice, reasoning_effort,
+// chat_template_kwargs) into a chatTurn. /v1/chat/completions and
+// /apply-template both read requests through it, so that /apply-template
+// shows the prompt the chat endpoint runs.
+func chatTurnOf(req *chatRequest) (*chatTurn, *apiError) {
 	msgs := make([]chat.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
@@ -302,6 +323,7 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 		}
 	}
 	turn := &chatTurn{messages: msgs, tools: req.Tools}
+	var e *apiError
 	turn.parseTools, turn.force, turn.forceName, e = toolChoice(req.ToolChoice, req.Tools)
 	if e != nil {
 		return nil, e
@@ -309,15 +331,7 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if e := thinkingOptions(&turn.opts, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
 		return nil, e
 	}
-	r, e := s.renderChat(turn)
-	if e != nil {
-		return nil, e
-	}
-	if e := s.checkPromptLen("messages", len(r.prompt)); e != nil {
-		return nil, e
-	}
-	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
-	return p, nil
+	return turn, nil
 }
 
 // chatTurn is a conversation in the chat template's terms, read from an
@@ -342,6 +356,20 @@ type chatTurn struct {
 // the prompt, thinking, tools and forced set; checking the prompt's length
 // is the caller's, whose API words the error.
 func (s *Server) renderChat(t *chatTurn) (*chatPrep, *apiError) {
+	text, p, e := s.renderPrompt(t)
+	if e != nil {
+		return nil, e
+	}
+	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
+	// add nothing, as the library's Chat does.
+	p.prompt = s.cfg.Tokenizer.Encode(text, false, true)
+	return p, nil
+}
+
+// renderPrompt renders t's prompt text: the text renderChat tokenizes and
+// /apply-template returns, a forced tool call's opening included. The
+// returned chatPrep has thinking, tools and forced set, not the prompt.
+func (s *Server) renderPrompt(t *chatTurn) (string, *chatPrep, *apiError) {
 	p := &chatPrep{}
 	if t.parseTools {
 		p.tools = t.tools
@@ -361,17 +389,14 @@ func (s *Server) renderChat(t *chatTurn) (*chatPrep, *apiError) {
 	}
 	text, err := s.cfg.Template.Render(t.messages, opts)
 	if err != nil {
-		return nil, invalid("messages", "rendering the chat template: %v", err)
+		return "", nil, invalid("messages", "rendering the chat template: %v", err)
 	}
 	if t.force {
 		p.forced = tagToolCall + t.forceName
 		text += p.forced
 	}
-	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
-	// add nothing, as the library's Chat does.
-	p.prompt = tok.Encode(text, false, true)
 	p.thinking = strings.HasSuffix(strings.TrimRight(text, " \t\r\n"), tagThink)
-	return p, nil
+	return text, p, nil
 }
 
 // newParser returns the parser of p's reply, which names tool calls with

@@ -34,6 +34,17 @@
 // server shutting down) and api_error (500); a prompt over the context is
 // "prompt is too long: N tokens > M maximum", as Anthropic words it.
 //
+// Beside them it answers llama-server's small endpoints, with
+// llama-server's shapes: POST /tokenize ({"content", "add_special",
+// "parse_special", "with_pieces"}; pieces are text, or byte values where a
+// token holds part of a character), POST /detokenize ({"tokens"}; an id
+// outside the vocabulary is a 400 naming it), POST /apply-template (a chat
+// request's body; the prompt text /v1/chat/completions would tokenize for
+// it), GET /props (n_ctx, the default sampling params, total_slots,
+// model_path, chat_template) and GET /slots (each slot created so far:
+// is_processing, n_cached, the tokens its KV cache holds, and the running
+// request's progress). With an API key they need it, as llama-server's do.
+//
 // Thinking is on by default and switched per request with
 // chat_template_kwargs {"enable_thinking": false}, as in llama-server and
 // vLLM (every chat_template_kwargs entry is a template variable), or with
@@ -69,8 +80,9 @@
 // API key (invalid_api_key; the Bearer scheme is case-insensitive); 404
 // for an unknown model (model_not_found) or path (not_found); 405 for a
 // wrong method (method_not_allowed); 413 for a request body over the
-// limit (request_too_large); 503 for a full queue (server_busy) or a server
-// shutting down (shutting_down).
+// limit (request_too_large); 503 for a full queue (server_busy), a server
+// shutting down (shutting_down), or GET /slots?fail_on_no_slot=1 with
+// every slot busy (no_slot_available).
 //
 // The package runs what it is given and logs nothing: loading the model and
 // listening on a socket belong to the caller (cmd/glmrun).

@@ -179,6 +179,7 @@ type sequence struct {
 	dec       *tokenizer.Decoder
 	held      string // decoded text not emitted yet (could start a stop string)
 	lps       []tokenLogprob
+	task      int64 // the request's number, GET /slots' id_task
 }
 
 // waitQueue is the FIFO of requests waiting for a slot. A request leaves it
@@ -279,6 +280,13 @@ type scheduler struct {
 	pool   []slot // free slots, most recently freed last
 	nSess  int    // sessions created
 	active []*sequence
+
+	// GET /slots reads the slots through slots, a snapshot the loop
+	// publishes whenever they change (see publishSlots): the handlers
+	// never touch pool or active.
+	slots   atomic.Pointer[[]slotInfo]
+	slotIDs map[*model.Session]int // each session's slot id, in creation order
+	nTasks  int64                  // requests admitted
 }
 
 func newScheduler(m *model.Model, tok *tokenizer.Tokenizer, ctxSize, parallel, queue int, special bool, st Stepper, mt *metrics) *scheduler {
@@ -347,8 +355,10 @@ func (s *scheduler) run() {
 		s.metrics.active.Store(int64(len(s.active)))
 		s.dropCanceled()
 		s.prefill()
+		s.publishSlots()
 		s.decode()
 		s.metrics.active.Store(int64(len(s.active)))
+		s.publishSlots()
 	}
 }
 
@@ -384,10 +394,13 @@ func (s *scheduler) admit() bool {
 		}
 		s.metrics.prefixQueries.Add(int64(len(r.prompt)))
 		s.metrics.prefixHits.Add(int64(cached))
+		s.nTasks++
 		// Invalid UTF-8 from byte tokens becomes U+FFFD here, once for
 		// every consumer: the stream, the whole reply and stop strings.
 		s.active = append(s.active, &sequence{req: r, sess: sess, prefilled: cached, cached: cached,
-			dec: s.tok.NewValidDecoder(s.special)})
+			dec: s.tok.NewValidDecoder(s.special), task: s.nTasks - 1})
+		// Shown busy at once, before a long prefill runs.
+		s.publishSlots()
 	}
 	select {
 	case <-s.quit:
@@ -468,6 +481,8 @@ func (s *scheduler) release(seq *sequence, ok bool) {
 		}
 	}
 	s.metrics.active.Store(int64(len(s.active)))
+	// Settled before the client hears the end, as the metrics are.
+	s.publishSlots()
 }
 
 func (s *scheduler) dropCanceled() {
@@ -495,6 +510,7 @@ func (s *scheduler) shutdown() {
 	}
 	s.pool = nil
 	s.metrics.active.Store(0)
+	s.publishSlots() // the sessions are closed: no slot is left
 }
 
 // prefill runs new prompts through the model, oldest first, up to

@@ -44,10 +44,15 @@ type Config struct {
 	// QueueSize is the number of requests that may wait for a slot; more
 	// get 503. 0 means DefaultQueueSize.
 	QueueSize int
+	// ModelPath is the model's file, which GET /props reports as
+	// model_path; empty means ModelID.
+	ModelPath string
 	// APIKey, when set, is required as "Authorization: Bearer KEY" on the
-	// /v1/ endpoints (GET /health and GET /metrics stay open, as in vLLM);
-	// the scheme is case-insensitive, as HTTP defines it. Anthropic's
-	// /v1/messages endpoints also take it as "x-api-key: KEY".
+	// /v1/ endpoints and llama-server's /tokenize, /detokenize,
+	// /apply-template, /props and /slots (GET /health and GET /metrics
+	// stay open, as in vLLM); the scheme is case-insensitive, as HTTP
+	// defines it. Anthropic's /v1/messages endpoints also take it as
+	// "x-api-key: KEY".
 	APIKey string
 	// Special renders control tokens (<|assistant|>, <think>, <tool_call>,
 	// ...) as their text in replies, as llama-server --special does. By
@@ -132,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
 	s.sched.pool = append(s.sched.pool, slot{sess: probe})
 	s.sched.nSess = 1
+	s.sched.publishSlots() // before the loop runs, which owns the slots from then on
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/chat/completions", s.post(s.handleChat))
 	s.mux.HandleFunc("/v1/completions", s.post(s.handleCompletions))
@@ -142,6 +148,11 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("/v1/models/{id...}", s.get(s.handleModel))
 	s.mux.HandleFunc("/health", s.get(s.handleHealth))
 	s.mux.HandleFunc("/metrics", s.get(s.handleMetrics))
+	s.mux.HandleFunc("/tokenize", s.post(s.handleTokenize))
+	s.mux.HandleFunc("/detokenize", s.post(s.handleDetokenize))
+	s.mux.HandleFunc("/apply-template", s.post(s.handleApplyTemplate))
+	s.mux.HandleFunc("/props", s.get(s.handleProps))
+	s.mux.HandleFunc("/slots", s.get(s.handleSlots))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path), Code: ptr("not_found")})
@@ -171,13 +182,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		switch path {
 		case "/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/messages/count_tokens",
-			"/v1/models", "/v1/models/{id}", "/health", "/metrics":
+			"/v1/models", "/v1/models/{id}", "/health", "/metrics",
+			"/tokenize", "/detokenize", "/apply-template", "/props", "/slots":
 		default:
 			path = "other"
 		}
 		s.metrics.request(path, rec.code)
 	}()
-	if strings.HasPrefix(r.URL.Path, "/v1/") && s.cfg.APIKey != "" && !s.authorized(r) {
+	if (strings.HasPrefix(r.URL.Path, "/v1/") || isLlamaPath(r.URL.Path)) && s.cfg.APIKey != "" && !s.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="glmrun"`)
 		if messagesPath(r.URL.Path) {
 			writeAnthropicError(rec, &apiError{status: http.StatusUnauthorized,

@@ -117,7 +117,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	defer m.Close()
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
-		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special,
+		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special, ModelPath: path,
 	})
 	if err != nil {
 		return err
