@@ -21,7 +21,7 @@ import (
 	"github.com/glmrun/glmrun/model"
 )
 
-const benchUsage = `usage: glmrun bench [-m MODEL.gguf] [-p N] [-n N] [-t N] [-r N] [--json]
+const benchUsage = `usage: glmrun bench [-m MODEL.gguf] [-p N] [-n N] [-d N] [-t N] [-r N] [--json]
 
 Measures prompt processing (pp: one batch of -p random tokens from an empty
 context, logits of the last one only) and text generation (tg: -n tokens
@@ -31,8 +31,11 @@ llama-bench does. The weights are used straight from the file's memory
 map, every page of them touched once before the warm-up (llama-bench's
 mmap is populated when it loads), so that no test pays for the first
 touch of weights it happens to be the first to use (a MoE model's
-experts); the KV cache is allocated for -p + -n positions. Prints a table, or
-with --json one JSON object.
+experts); the KV cache is allocated for -d + -p + -n positions. With -d N
+(llama-bench's depth) both tests start after N random tokens already in the
+context instead (prefilled once, not timed, and kept: each repetition cuts
+the cache back to them), as "pp512 @ d8192". Prints a table, or with --json
+one JSON object.
 
 flags:
 `
@@ -48,6 +51,7 @@ type benchResult struct {
 	Reps          int       `json:"reps"`
 	NPrompt       int       `json:"n_prompt"`
 	NGen          int       `json:"n_gen"`
+	NDepth        int       `json:"n_depth"` // tokens in the context before each test
 	PPTokensPerS  float64   `json:"pp_tokens_per_s"`
 	PPStddev      float64   `json:"pp_stddev"`
 	TGTokensPerS  float64   `json:"tg_tokens_per_s"`
@@ -65,8 +69,8 @@ type benchResult struct {
 
 // benchFlags are the values of bench's flags that check validates.
 type benchFlags struct {
-	nPrompt, nGen, threads, reps, tp int
-	backend                          string
+	nPrompt, nGen, depth, threads, reps, tp int
+	backend                                 string
 }
 
 // check validates bench's flags before the model is loaded: a usage error
@@ -80,6 +84,8 @@ func (bf benchFlags) check() (warnings []string, err error) {
 		// Their sum is the context; an overflow must not reach the
 		// allocations.
 		return nil, usageErr("-p %d -n %d: want at most %d each", bf.nPrompt, bf.nGen, math.MaxInt32)
+	case bf.depth < 0 || bf.depth > math.MaxInt32:
+		return nil, usageErr("-d %d: want 0 to %d", bf.depth, math.MaxInt32)
 	case bf.reps < 1:
 		return nil, usageErr("-r %d: want >= 1", bf.reps)
 	case bf.tp < 1:
@@ -98,6 +104,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	modelFlag := fs.String("m", "", "model `FILE.gguf` (default: the bundled "+defaultModelRel+")")
 	nPrompt := fs.Int("p", 512, "prompt `tokens` (0: no pp test)")
 	nGen := fs.Int("n", 128, "generated `tokens` (0: no tg test)")
+	depth := fs.Int("d", 0, "`tokens` already in the context before each test (llama-bench's depth)")
 	threads := fs.Int("t", 0, "worker `threads` per device (0: the physical cores)")
 	reps := fs.Int("r", 3, "`repetitions` of each test")
 	tp := fs.Int("tp", 1, "tensor parallelism over `N` devices")
@@ -114,7 +121,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	warnings, err := benchFlags{nPrompt: *nPrompt, nGen: *nGen, threads: *threads, reps: *reps, tp: *tp, backend: *backendName}.check()
+	warnings, err := benchFlags{nPrompt: *nPrompt, nGen: *nGen, depth: *depth, threads: *threads, reps: *reps, tp: *tp, backend: *backendName}.check()
 	if err != nil {
 		return err
 	}
@@ -147,7 +154,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	res := benchResult{
 		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp,
-		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
+		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, NDepth: *depth, LoadSeconds: time.Since(start).Seconds(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
 	}
 	switch {
@@ -163,20 +170,32 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		res.ModelBytes += int64(len(t.Data))
 	}
 	c := m.Config()
-	s, err := m.NewSession(model.SessionOptions{ContextSize: max(*nPrompt+*nGen, 1)})
+	s, err := m.NewSession(model.SessionOptions{ContextSize: max(*depth+*nPrompt+*nGen, 1)})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	r := rand.New(rand.NewPCG(*seed, 2))
-	prompt := make([]int32, *nPrompt)
-	for i := range prompt {
-		prompt[i] = int32(r.IntN(c.VocabSize))
+	random := func(n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(r.IntN(c.VocabSize))
+		}
+		return ids
 	}
+	prompt := random(*nPrompt)
 	logits := make([]float32, c.VocabSize)
+	// The context before each test: filled once, in prompt-sized batches.
+	for ctx := random(*depth); len(ctx) > 0; {
+		k := min(len(ctx), 512)
+		if _, err := s.PrefillLast(logits, ctx[:k]); err != nil {
+			return err
+		}
+		ctx = ctx[k:]
+	}
 	var ppCPU, tgCPU float64 // CPU seconds of the measured runs
 	pp := func() (float64, error) {
-		s.Reset()
+		s.Truncate(*depth) // in range: the depth is what the cache holds at least
 		t0, c0 := time.Now(), cpuSeconds()
 		if _, err := s.PrefillLast(logits, prompt); err != nil {
 			return 0, err
@@ -185,7 +204,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return float64(len(prompt)) / time.Since(t0).Seconds(), nil
 	}
 	tg := func(n int) (float64, error) {
-		s.Reset()
+		s.Truncate(*depth)
 		tok := int32(r.IntN(c.VocabSize))
 		t0, c0 := time.Now(), cpuSeconds()
 		for range n {
@@ -255,11 +274,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %.2f GiB | %s | %s | %d | %s | %.2f ± %.2f |\n",
 			res.Model, float64(res.ModelBytes)/(1<<30), res.Backend, res.Path, res.Threads, test, mean, std)
 	}
+	at := ""
+	if *depth > 0 {
+		at = " @ d" + strconv.Itoa(*depth) // llama-bench's notation
+	}
 	if *nPrompt > 0 {
-		row("pp"+strconv.Itoa(*nPrompt), res.PPTokensPerS, res.PPStddev)
+		row("pp"+strconv.Itoa(*nPrompt)+at, res.PPTokensPerS, res.PPStddev)
 	}
 	if *nGen > 0 {
-		row("tg"+strconv.Itoa(*nGen), res.TGTokensPerS, res.TGStddev)
+		row("tg"+strconv.Itoa(*nGen)+at, res.TGTokensPerS, res.TGStddev)
 	}
 	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions; per CPU-second: pp %.1f, tg %.1f tokens; load average %.2f\n",
 		float64(res.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps, res.PPPerCPUSec, res.TGPerCPUSec, res.LoadAverage)

@@ -38,7 +38,21 @@ func TestSynthBench(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "| pp8 |") || !strings.Contains(out, "| tg2 |") || !strings.Contains(out, "exact") {
 		t.Errorf("bench table: exit %d, %q", code, out)
 	}
-	for _, args := range [][]string{{"bench", "-r", "0"}, {"bench", "-p", "0", "-n", "0"}, {"synth"}, {"synth", "-o", path, "-mix", "Q2_K"}} {
+	// Depth: the tests run after -d tokens already in the context, which
+	// must fit it with the tests' tokens.
+	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "20", "-r", "2")
+	if code != 0 || !strings.Contains(out, "| pp8 @ d20 |") || !strings.Contains(out, "| tg2 @ d20 |") {
+		t.Errorf("bench -d 20: exit %d, %q, %s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "20", "-r", "1", "--json")
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.NDepth != 20 || r.PPTokensPerS <= 0 || r.TGTokensPerS <= 0 {
+		t.Errorf("bench -d 20 --json: exit %d, %v, %+v, %s", code, err, r, errs)
+	}
+	if code, _, errs := runCLI(t, "bench", "-m", "../../testdata/models/glm5-mini.Q8_0.gguf", "-p", "8", "-n", "2", "-d", "5000"); code != 1 || !strings.Contains(errs, "context size 5010") {
+		t.Errorf("bench -d beyond the training context: exit %d, %s", code, errs)
+	}
+	for _, args := range [][]string{{"bench", "-r", "0"}, {"bench", "-d", "-1"}, {"bench", "-p", "0", "-n", "0"}, {"synth"}, {"synth", "-o", path, "-mix", "Q2_K"}} {
 		if code, _, _ := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

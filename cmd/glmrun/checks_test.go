@@ -192,6 +192,8 @@ func TestBenchFlagsCheck(t *testing.T) {
 		{benchFlags{nPrompt: -1, nGen: 8, reps: 1, tp: 1, backend: "cpu"}, "-p -1 -n 8", ""},
 		{benchFlags{nPrompt: 1 << 62, nGen: 1 << 62, reps: 1, tp: 1, backend: "cpu"}, "want at most 2147483647 each", ""},
 		{benchFlags{nPrompt: 8, reps: 0, tp: 1, backend: "cpu"}, "-r 0", ""},
+		{benchFlags{nPrompt: 8, depth: -1, reps: 1, tp: 1, backend: "cpu"}, "-d -1", ""},
+		{benchFlags{nPrompt: 8, depth: 8192, reps: 1, tp: 1, backend: "cpu"}, "", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 0, backend: "cpu"}, "--tp 0", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 1, threads: -2, backend: "cpu"}, "-t -2", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 2, threads: 4, backend: "cpu"}, "", "4 × 2 devices worker threads"},
