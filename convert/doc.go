@@ -7,7 +7,7 @@
 // The output is meant to be the file llama.cpp's convert_hf_to_gguf.py
 // writes for the same checkpoint and output type: the same metadata keys,
 // values, types and order, the same tensors in the same order with the
-// same bytes (docs/FORMATS.md section 7 lists the rules and the few
+// same bytes (docs/FILE-LAYOUTS.md section 7 lists the rules and the few
 // deliberate differences). It streams: each output tensor is produced
 // piece by piece while the file is written, so memory holds a few chunks,
 // not the model.

@@ -1,5 +1,5 @@
 // Package gguf reads and writes GGUF files, the model format of llama.cpp
-// (the layout is in docs/FORMATS.md section 1; the upstream description
+// (the layout is in docs/FILE-LAYOUTS.md section 1; the upstream description
 // is ggml's docs/gguf.md).
 //
 // Open validates a file completely before returning it: header, every

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// ValueType is the type tag of a GGUF metadata value (docs/FORMATS.md
+// ValueType is the type tag of a GGUF metadata value (docs/FILE-LAYOUTS.md
 // section 1.2).
 type ValueType uint32
 

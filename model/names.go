@@ -9,7 +9,7 @@ import (
 
 // This file maps tensor names between GGUF files (llama.cpp's names) and
 // Hugging Face checkpoints for the MLA architectures glmrun runs
-// (docs/FORMATS.md section 2). The mapping is purely about names: it never
+// (docs/FILE-LAYOUTS.md section 2). The mapping is purely about names: it never
 // touches data, so the kv_b_proj split and the expert stacking show up only
 // as flags on HFName.
 
@@ -38,7 +38,7 @@ type HFName struct {
 	Name string
 	// Part is "" when the GGUF tensor is the whole HF tensor, or PartKB /
 	// PartVB when it is one half of self_attn.kv_b_proj (split layout,
-	// docs/FORMATS.md section 2.2: attn_k_b = ne{dn, kr, H}, attn_v_b =
+	// docs/FILE-LAYOUTS.md section 2.2: attn_k_b = ne{dn, kr, H}, attn_v_b =
 	// ne{kr, dv, H}).
 	Part string
 	// Stacked reports that the GGUF tensor holds one HF tensor per expert,

@@ -151,7 +151,7 @@ func dequantAll(t *testing.T, ti *gguf.TensorInfo) []float32 {
 
 // TestCombinedKVB: a copy of glm5-mini whose attn_k_b/attn_v_b are replaced
 // by the legacy combined attn_kv_b (F32, built with the element maps of
-// docs/FORMATS.md section 2.2) gives the same logits.
+// docs/FILE-LAYOUTS.md section 2.2) gives the same logits.
 func TestCombinedKVB(t *testing.T) {
 	src := modelPath(t, "glm5-mini.Q8_0")
 	m := loadTest(t, "glm5-mini.Q8_0")

@@ -332,7 +332,7 @@ func (l *loader) applyExpertScales(experts []FFN, p string) {
 }
 
 // splitKVB derives attn_k_b and attn_v_b (as F32 matrices) from a legacy
-// combined attn_kv_b ne{kr, H(dn+dv)} (docs/FORMATS.md section 2.3):
+// combined attn_kv_b ne{kr, H(dn+dv)} (docs/FILE-LAYOUTS.md section 2.3):
 // k_b(j, c, h) = kv_b[h(dn+dv)+j, c] and v_b(c, j, h) = kv_b[h(dn+dv)+dn+j, c].
 func (l *loader) splitKVB(name string, c *Config) (kb, vb backend.Matrix) {
 	H, kr, dn, dv := c.Heads, c.KVLoraRank, c.DNope, c.DV

@@ -16,10 +16,10 @@ var implemented = []Type{F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, Q4_1, Q5_
 var unsupported = []Type{IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4}
 
 // refElem computes element k of one block b of type t straight from the
-// per-element formulas of docs/FORMATS.md section 3, rounding each product to
-// float32 in ggml's order (explicit conversions keep the compiler from
-// fusing a product into the following addition). It is the slow twin the kernels are checked
-// against on random blocks.
+// per-element formulas of docs/FILE-LAYOUTS.md section 3, rounding each
+// product to float32 in ggml's order (explicit conversions keep the
+// compiler from fusing a product into the following addition). It is the
+// slow twin the kernels are checked against on random blocks.
 func refElem(t Type, b []byte, k int) float32 {
 	le := binary.LittleEndian
 	h := func(off int) float32 { return F16ToF32(le.Uint16(b[off:])) }

@@ -10,7 +10,7 @@
 // reference quantizers (they quantize activations), Q4_K, Q5_K and Q6_K with
 // a least-squares search like ggml's reference ones (close, not identical),
 // and F32, F16 and BF16. The block layouts and per-element formulas are in
-// docs/FORMATS.md, section 3.
+// docs/FILE-LAYOUTS.md, section 3.
 //
 // DotKernel returns the product of one weight row with one activation row
 // quantized to the weight type's VecDotType, as ggml's CPU backend pairs

@@ -22,7 +22,7 @@ llama.cpp's convert_hf_to_gguf.py writes, with the same metadata and the
 same tensor bytes. FP8 checkpoints (F8_E4M3 weights with weight_scale_inv
 block scales) are dequantized as value × scale in float32. Vectors, norms
 and the router are always F32. It streams tensor by tensor: memory holds
-a few chunks, not the model. docs/FORMATS.md section 7 lists the rules.
+a few chunks, not the model. docs/FILE-LAYOUTS.md section 7 lists the rules.
 
 flags:
 `

@@ -30,7 +30,7 @@ the layers llama.cpp picks, norms and router kept, fallbacks for rows that
 do not fit 256-element blocks), metadata and quantizers: the file is the
 one llama-quantize writes without an importance matrix, byte for byte. It
 works tensor by tensor in pieces, with several threads, so memory stays
-small whatever the model's size. docs/FORMATS.md lists the rules.
+small whatever the model's size. docs/FILE-LAYOUTS.md lists the rules.
 
 flags:
 `

@@ -4,7 +4,7 @@ package main
 // (llama.cpp src/llama-quant.cpp, no importance matrix, no overrides) for
 // the file types glmrun writes and the architectures it runs, so that a
 // file quantized here has the tensor types of one quantized by llama.cpp.
-// docs/FORMATS.md describes them in prose.
+// docs/FILE-LAYOUTS.md describes them in prose.
 
 import (
 	"cmp"

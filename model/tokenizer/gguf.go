@@ -7,7 +7,7 @@ import (
 	"github.com/glmrun/glmrun/gguf"
 )
 
-// GGUF keys of the tokenizer (docs/FORMATS.md section 5).
+// GGUF keys of the tokenizer (docs/FILE-LAYOUTS.md section 5).
 const (
 	KeyModel     = "tokenizer.ggml.model"
 	KeyPre       = "tokenizer.ggml.pre"

@@ -1,5 +1,5 @@
 // dequant.h: deq32<T>(row, c, cols, v) writes elements 32c … 32c+31 of one
-// weight row stored as ggml type T (docs/FORMATS.md section 3) to v, as
+// weight row stored as ggml type T (docs/FILE-LAYOUTS.md section 3) to v, as
 // float32, with the same operations as the Go tensor package (bit-exact:
 // the PTX is built with -ffp-contract=off). Elements at or past cols (only
 // possible for the float types) are 0.
