@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -13,36 +12,6 @@ import (
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/sample"
 )
-
-// do sends a request with an optional body and headers and returns the
-// status, the headers and the body.
-func do(t testing.TB, method, url, body string, header map[string]string) (int, http.Header, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
-}
 
 // postInto posts body to path, wants 200 and decodes the answer into v.
 func postInto(t testing.TB, ts *testServer, path, body string, v any) {

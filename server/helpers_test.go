@@ -139,14 +139,21 @@ func scriptFor(tok *tokenizer.Tokenizer, text, end string) func([]int32) []int32
 	return func([]int32) []int32 { return ids }
 }
 
-// post sends a raw request and returns the status and decoded JSON body.
-func post(t testing.TB, url, path, body string, header map[string]string) (int, map[string]any) {
+// do sends a request with an optional body and headers and returns the
+// status, the headers and the body.
+func do(t testing.TB, method, url, body string, header map[string]string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -159,26 +166,29 @@ func post(t testing.TB, url, path, body string, header map[string]string) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// post sends a raw request and returns the status and decoded JSON body.
+func post(t testing.TB, url, path, body string, header map[string]string) (int, map[string]any) {
+	t.Helper()
+	h := map[string]string{"Content-Type": "application/json"}
+	for k, v := range header {
+		h[k] = v
+	}
+	status, _, b := do(t, http.MethodPost, url+path, body, h)
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatalf("%s: status %d, body is not JSON: %q", path, resp.StatusCode, b)
+		t.Fatalf("%s: status %d, body is not JSON: %q", path, status, b)
 	}
-	return resp.StatusCode, v
+	return status, v
 }
 
 // get fetches url+path and returns the status and body.
 func get(t testing.TB, url, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	status, _, b := do(t, http.MethodGet, url+path, "", nil)
+	return status, b
 }
 
 // waitFor polls cond until it holds or a few seconds pass.
