@@ -1,7 +1,6 @@
 package convert
 
 import (
-	"math"
 	"path/filepath"
 	"testing"
 
@@ -9,17 +8,6 @@ import (
 	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
 )
-
-func maxAbsDiff(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	var d float64
-	for i := range a {
-		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
-	}
-	return d
-}
 
 // TestConvertedLogits runs each converted checkpoint with the library's
 // exact (float32-activation) path and compares its logits with
@@ -61,7 +49,7 @@ func TestConvertedLogits(t *testing.T) {
 			}
 			var prefill float64
 			for i, row := range rows {
-				prefill = max(prefill, maxAbsDiff(row, batch.PromptLogits[i].Logits))
+				prefill = max(prefill, testmodels.MaxAbsDiff(row, batch.PromptLogits[i].Logits))
 			}
 
 			d, err := m.NewSession(model.SessionOptions{})
@@ -74,7 +62,7 @@ func TestConvertedLogits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				decode = max(decode, maxAbsDiff(row, seq.PromptLogits[i].Logits))
+				decode = max(decode, testmodels.MaxAbsDiff(row, seq.PromptLogits[i].Logits))
 			}
 			t.Logf("max abs logit error vs transformers: prefill %.3g, decode %.3g", prefill, decode)
 			if prefill > tol {

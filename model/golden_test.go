@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
 
 // refRun is a llama.cpp reference run (testdata/README.shared.md §4.3).
@@ -70,16 +72,8 @@ func loadTest(t *testing.T, name string) *Model {
 	return m
 }
 
-func maxAbsDiff(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	var d float64
-	for i := range a {
-		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
-	}
-	return d
-}
+// maxAbsDiff is testmodels.MaxAbsDiff, for the package's many tests.
+var maxAbsDiff = testmodels.MaxAbsDiff
 
 func argmax(x []float32) int32 {
 	best := 0

@@ -111,11 +111,11 @@ func TestGoldenForward(t *testing.T) {
 				gp, gn, _ := run(t, "cuda", tp)
 				var vsRef, vsCPU, greedy float64
 				for i, row := range gp {
-					vsRef = max(vsRef, maxAbs(row, ref.PromptLogits[i].Logits))
-					vsCPU = max(vsCPU, maxAbs(row, cp[i]))
+					vsRef = max(vsRef, testmodels.MaxAbsDiff(row, ref.PromptLogits[i].Logits))
+					vsCPU = max(vsCPU, testmodels.MaxAbsDiff(row, cp[i]))
 				}
 				for k, row := range gn {
-					vsCPU = max(vsCPU, maxAbs(row, cn[k]))
+					vsCPU = max(vsCPU, testmodels.MaxAbsDiff(row, cn[k]))
 					for _, top := range ref.Greedy[k].Next.Top {
 						greedy = max(greedy, math.Abs(float64(row[int(top[0])])-top[1]))
 					}
@@ -210,15 +210,4 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
-}
-
-func maxAbs(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	var d float64
-	for i := range a {
-		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
-	}
-	return d
 }

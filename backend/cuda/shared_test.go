@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"math"
 	"path/filepath"
 	"testing"
 
@@ -43,9 +42,7 @@ func TestSharedIndexerForward(t *testing.T) {
 		s.Close()
 		var worst float64
 		for i, row := range rows {
-			for j, v := range row {
-				worst = max(worst, math.Abs(float64(v)-float64(ref.PromptLogits[i].Logits[j])))
-			}
+			worst = max(worst, testmodels.MaxAbsDiff(row, ref.PromptLogits[i].Logits))
 		}
 		t.Logf("decode %v: max |cuda − transformers| %.2g", decode, worst)
 		if worst > tol {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,19 @@ func ReadHFLogits(tb testing.TB, name string) *HFLogits {
 		}
 	}
 	return r
+}
+
+// MaxAbsDiff returns the largest |a[i] − b[i]| in float64, or +Inf when
+// the lengths differ: the distance the logit tests bound.
+func MaxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	var d float64
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return d
 }
 
 // recipe builds a derived model from files in testdata/models.
