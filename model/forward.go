@@ -59,11 +59,7 @@ func (s *Session) forward(tokens []int32, form attention.Form, out []float32, la
 	}
 	c := &s.m.cfg
 	T, E, pos0 := len(tokens), c.Embd, s.pos
-	if len(s.steps) != len(s.shards) {
-		s.steps = make([]step, len(s.shards))
-		s.parts = make([]backend.Buffer, len(s.shards))
-	}
-	steps := s.steps
+	steps := s.steps // sized by NewSession
 	var g getter
 	for d, ss := range s.shards {
 		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
