@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"detokenize": {"print the text of token ids", runDetokenize},
 	"serve":      {"serve the model over an OpenAI-compatible HTTP API (continuous batching)", runServe},
 	"bench":      {"measure prompt processing and generation speed (tokens/s, as llama-bench)", runBench},
+	"perplexity": {"compute a text's perplexity over chunks of -c tokens, as llama-perplexity", runPerplexity},
 	"synth":      {"write a synthetic deepseek2 model with random weights (GLM-4.7-Flash shape) for benchmarks", runSynth},
 	"convert":    {"convert a Hugging Face GLM-5 / GLM-4.7-Flash / DeepSeek-V3 checkpoint to GGUF as llama.cpp does", runConvert},
 	"quantize":   {"quantize an F32/F16/BF16 model to Q8_0, Q6_K, Q5_K_M or Q4_K_M as llama-quantize does", runQuantize},
