@@ -63,11 +63,11 @@ type Config struct {
 	IndexerHeads int // attention.indexer.head_count
 	IndexerDim   int // attention.indexer.key_length
 	IndexerTopK  int // attention.indexer.top_k
-	// IndexerFull is attention.indexer.types, one entry per block (trunk
-	// and NextN): true for a layer with its own indexer, false for a
-	// GLM-5.2 "shared" layer, which has no indexer tensors and attends to
-	// the keys the last full layer before it chose. nil: every layer is
-	// full (GLM-5).
+	// IndexerFull is attention.indexer.types, one entry per trunk layer:
+	// true for a layer with its own indexer, false for a GLM-5.2 "shared"
+	// layer, which has no indexer tensors and attends to the keys the last
+	// full layer before it chose. NextN blocks are full. nil: every layer
+	// is full (GLM-5).
 	IndexerFull []bool
 }
 
@@ -347,7 +347,7 @@ func readConfig(m meta) (Config, error) {
 		if r.err == nil && c.QLoraRank == 0 {
 			r.fail(r.key("attention.q_lora_rank"), "missing (the DSA indexer needs the q latent)")
 		}
-		c.IndexerFull = r.indexerTypes(c.BlockCount)
+		c.IndexerFull = r.indexerTypes(c.Layers)
 	}
 	if r.err != nil {
 		return Config{}, r.err
@@ -355,9 +355,11 @@ func readConfig(m meta) (Config, error) {
 	return c, nil
 }
 
-// indexerTypes reads attention.indexer.types: one bool per block, the
-// first true (a shared layer needs a full one before it).
-func (r *configReader) indexerTypes(blocks int) []bool {
+// indexerTypes reads attention.indexer.types: one bool per trunk layer
+// (llama.cpp's loader and converter: the config's indexer_types lists the
+// num_hidden_layers trunk layers; NextN blocks are full), the first true (a
+// shared layer needs a full one before it).
+func (r *configReader) indexerTypes(layers int) []bool {
 	key := r.key("attention.indexer.types")
 	if r.err != nil || !r.m.Has(key) {
 		return nil
@@ -366,8 +368,8 @@ func (r *configReader) indexerTypes(blocks int) []bool {
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("model: %w", err)
-	case len(types) != blocks:
-		r.fail(key, "%d entries, want one per block (block_count %d)", len(types), blocks)
+	case len(types) != layers:
+		r.fail(key, "%d entries, want one per trunk layer (block_count − nextn_predict_layers = %d)", len(types), layers)
 	case !types[0]:
 		r.fail(key, "layer 0 is shared: a shared layer reuses the selection of a full layer before it, and there is none")
 	default:

@@ -269,12 +269,13 @@ func TestIndexerTypes(t *testing.T) {
 			t.Fatalf("GLM-5: layer %d shared", l)
 		}
 	}
-	m["glm-dsa.attention.indexer.types"] = indexerTypes(79, 1, 2, 78)
+	m["glm-dsa.attention.indexer.types"] = indexerTypes(78, 1, 2, 77)
 	if c, err = readConfig(m); err != nil {
 		t.Fatal(err)
 	}
 	for l := range c.BlockCount {
-		if want := l == 1 || l == 2 || l == 78; c.IndexerShared(l) != want {
+		// Layer 78 is the NextN block: always full.
+		if want := l == 1 || l == 2 || l == 77; c.IndexerShared(l) != want {
 			t.Errorf("layer %d: shared %v, want %v", l, c.IndexerShared(l), want)
 		}
 	}
@@ -307,8 +308,8 @@ func TestReadConfigErrors(t *testing.T) {
 		{"scaling", func(m fakeMeta) { m["glm-dsa.rope.scaling.type"] = "longrope" }, `"longrope" is not supported`},
 		{"nan", func(m fakeMeta) { m["glm-dsa.rope.freq_base"] = math.NaN() }, "not finite"},
 		{"indexer types length", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = []bool{true, false} },
-			`"glm-dsa.attention.indexer.types": 2 entries, want one per block (block_count 79)`},
-		{"first layer shared", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = indexerTypes(79, 0, 5) },
+			`"glm-dsa.attention.indexer.types": 2 entries, want one per trunk layer (block_count − nextn_predict_layers = 78)`},
+		{"first layer shared", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = indexerTypes(78, 0, 5) },
 			`"glm-dsa.attention.indexer.types": layer 0 is shared`},
 		{"indexer types not bools", func(m fakeMeta) { m["glm-dsa.attention.indexer.types"] = "full" },
 			`"glm-dsa.attention.indexer.types": not an array of bool`},
