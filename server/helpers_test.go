@@ -37,8 +37,15 @@ type loaded struct {
 	tmpl *chat.Template
 }
 
+// The fast products, as glmrun serve uses by default; one worker per
+// kernel keeps the goroutines few under -race.
 var loadOnce = sync.OnceValues(func() (*loaded, error) {
-	f, err := gguf.Open(testModelPath)
+	return loadModelFile(testModelPath, model.Options{Threads: 1, Fast: true})
+})
+
+// loadModelFile opens a model with its tokenizer and chat template.
+func loadModelFile(path string, opts model.Options) (*loaded, error) {
+	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -54,14 +61,12 @@ var loadOnce = sync.OnceValues(func() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The fast products, as glmrun serve uses by default; one worker per
-	// kernel keeps the goroutines few under -race.
-	m, err := model.New(f, model.Options{Threads: 1, Fast: true})
+	m, err := model.New(f, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &loaded{m: m, tok: tok, tmpl: tmpl}, nil
-})
+}
 
 func testModel(t testing.TB) *loaded {
 	t.Helper()

@@ -54,7 +54,7 @@ func TestChat(t *testing.T) {
 	// are the library's with RawBytes, \x86 and all, not U+FFFD.
 	opts := glmrun.ChatOptions{GenerateOptions: glmrun.GenerateOptions{MaxTokens: 5, IgnoreEOS: true, RawBytes: true}, NoThinking: true}
 	want := libraryReplies(t, "Be brief.", []string{"Hi", "And again?"}, opts)
-	flags := []string{"--no-think", "-n", "5", "--ignore-eos", "--temp", "0", "--system", "Be brief."}
+	flags := []string{"-m", tokModel, "--no-think", "-n", "5", "--ignore-eos", "--temp", "0", "--system", "Be brief."}
 	for _, c := range []struct {
 		name, input string
 	}{
@@ -75,11 +75,12 @@ func TestChat(t *testing.T) {
 
 func TestChatThinking(t *testing.T) {
 	// With thinking on, a forced </think> (a control token, so printed only
-	// once, by chat itself) ends the reasoning.
-	code, out, errs := runChatInput(t, "Hi\n", "-n", "3", "--temp", "0", "--logit-bias", "967+1000", "--ignore-eos")
+	// once, by chat itself) ends the reasoning. 967 is glm5-mini's </think>.
+	code, out, errs := runChatInput(t, "Hi\n", "-m", tokModel, "-n", "3", "--temp", "0", "--logit-bias", "967+1000", "--ignore-eos")
 	if code != 0 || out != "</think>\n" {
 		t.Errorf("exit %d, stdout %q; stderr:\n%s", code, out, errs)
 	}
+	// No input, no reply, whatever the model: the bundled one (no -m).
 	code, out, errs = runChatInput(t, "", "-n", "3")
 	if code != 0 || out != "" {
 		t.Errorf("empty input: exit %d, stdout %q; stderr:\n%s", code, out, errs)

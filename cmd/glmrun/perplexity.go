@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
-	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
 // glmrun perplexity computes what llama.cpp's llama-perplexity computes in
@@ -297,15 +295,11 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := gguf.Open(path)
+	f, tok, err := openModelFile(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tok, err := tokenizer.New(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
 	if tok.AddEOS() {
 		// llama-perplexity asserts the same: an EOS at the end of the text
 		// would be scored as if it were text.

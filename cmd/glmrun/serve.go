@@ -15,10 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
-	"github.com/glmrun/glmrun/model/tokenizer"
 	"github.com/glmrun/glmrun/server"
 )
 
@@ -91,15 +89,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 
 	start := time.Now()
-	f, err := gguf.Open(path)
+	f, tok, err := openModelFile(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tok, err := tokenizer.New(f)
-	if err != nil {
-		return err
-	}
 	tmpl := chat.GLM5()
 	if src, err := f.String("tokenizer.chat_template"); err == nil {
 		if tmpl, err = chat.Parse(src); err != nil {

@@ -134,12 +134,27 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := gguf.Open(path)
+	f, tok, err := openModelFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return tokenizer.New(f)
+	f.Close()
+	return tok, nil
+}
+
+// openModelFile opens the GGUF file at path and builds its tokenizer; the
+// caller closes the file.
+func openModelFile(path string) (*gguf.File, *tokenizer.Tokenizer, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, tok, nil
 }
 
 // readTextFile reads name, or standard input for "-".

@@ -11,9 +11,39 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
+// tokModel is the random-weight golden model whose token ids, texts and
+// vocabulary size (1024) the tests check: they name it with -m, since the
+// bundled model (used without -m) is another one.
 const tokModel = "../../testdata/models/glm5-mini.Q8_0.gguf"
+
+// bundledTokenizer returns the tokenizer of the bundled model, the one
+// glmrun uses without -m, for the tests that run without -m and check
+// only what holds for any model: ids within its vocabulary, its
+// end-of-generation ids.
+func bundledTokenizer(t *testing.T) *tokenizer.Tokenizer {
+	t.Helper()
+	p, err := defaultModelPath("-m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok := openTestModel(t, p)
+	return tok
+}
+
+// openTestModel opens a model file and its tokenizer for a test; the file
+// is closed when the test ends.
+func openTestModel(t *testing.T, path string) (*gguf.File, *tokenizer.Tokenizer) {
+	t.Helper()
+	f, tok, err := openModelFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, tok
+}
 
 // runTok runs glmrun in-process and returns its exit status and output.
 func runTok(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -58,12 +88,11 @@ func TestTokenize(t *testing.T) {
 		want string
 	}{
 		{"golden P1", []string{"tokenize", "-m", tokModel, p1}, p1IDs},
-		{"bundled model", []string{"tokenize", p1}, p1IDs},
 		{"flags after text", []string{"tokenize", p1, "--model", tokModel}, p1IDs},
 		{"words joined", []string{"tokenize", "-m", tokModel, "1", "2"}, "16 220 17"},
-		{"special parsed", []string{"tokenize", "<|user|>Hi<|assistant|>"}, "963 39 72 964"},
-		{"special as text", []string{"tokenize", "--no-parse-special", "<|user|>Hi"}, "27 91 872 91 29 39 72"},
-		{"dash text", []string{"tokenize", "--", "-1"}, "12 16"},
+		{"special parsed", []string{"tokenize", "-m", tokModel, "<|user|>Hi<|assistant|>"}, "963 39 72 964"},
+		{"special as text", []string{"tokenize", "-m", tokModel, "--no-parse-special", "<|user|>Hi"}, "27 91 872 91 29 39 72"},
+		{"dash text", []string{"tokenize", "-m", tokModel, "--", "-1"}, "12 16"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runTok(t, c.args...)
@@ -72,6 +101,26 @@ func TestTokenize(t *testing.T) {
 			}
 		})
 	}
+	// Without -m, the bundled model: its ids are its own, so the test
+	// checks only that they are within its vocabulary and detokenize back
+	// (without -m too) to the text.
+	t.Run("bundled model", func(t *testing.T) {
+		vocab := bundledTokenizer(t).NumTokens()
+		code, out, errs := runTok(t, "tokenize", p1)
+		ids := strings.Fields(out)
+		if code != 0 || errs != "" || len(ids) == 0 || !strings.HasSuffix(out, "\n") {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want ids", code, out, errs)
+		}
+		for _, s := range ids {
+			if id, err := strconv.Atoi(s); err != nil || id < 0 || id >= vocab {
+				t.Errorf("token id %q: not in the bundled model's vocabulary [0, %d)", s, vocab)
+			}
+		}
+		code, back, errs := runTok(t, "detokenize", strings.Join(ids, " "))
+		if code != 0 || back != p1+"\n" {
+			t.Errorf("detokenize: exit %d, stdout %q (stderr %q); want %q", code, back, errs, p1)
+		}
+	})
 }
 
 func TestTokenizeFile(t *testing.T) {
@@ -80,7 +129,7 @@ func TestTokenizeFile(t *testing.T) {
 	if err := os.WriteFile(name, []byte(p1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runTok(t, "tokenize", "-f", name); code != 0 || out != p1IDs+"\n" {
+	if code, out, errs := runTok(t, "tokenize", "-m", tokModel, "-f", name); code != 0 || out != p1IDs+"\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
@@ -93,10 +142,10 @@ func TestDetokenize(t *testing.T) {
 		want string
 	}{
 		{"golden P1", append([]string{"detokenize", "-m", tokModel}, strings.Fields(p1IDs)...), p1},
-		{"one argument", []string{"detokenize", p1IDs}, p1},
-		{"llama-tokenize list", []string{"detokenize", "[963, 39, 72, 964]"}, "<|user|>Hi<|assistant|>"},
-		{"no special", []string{"detokenize", "--no-special", "963,39,72,964"}, "Hi"},
-		{"partial character", []string{"detokenize", "127"}, "\xc3"}, // byte token 0xC3: half of a character
+		{"one argument", []string{"detokenize", "-m", tokModel, p1IDs}, p1},
+		{"llama-tokenize list", []string{"detokenize", "-m", tokModel, "[963, 39, 72, 964]"}, "<|user|>Hi<|assistant|>"},
+		{"no special", []string{"detokenize", "-m", tokModel, "--no-special", "963,39,72,964"}, "Hi"},
+		{"partial character", []string{"detokenize", "-m", tokModel, "127"}, "\xc3"}, // byte token 0xC3: half of a character
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runTok(t, c.args...)
@@ -152,7 +201,7 @@ func TestTokenizeErrors(t *testing.T) {
 		{"detokenize no ids", []string{"detokenize"}, 2, []string{"no token ids"}},
 		{"detokenize not an id", []string{"detokenize", "12", "x"}, 2, []string{`"x" is not a token id`}},
 		{"detokenize negative", []string{"detokenize", "-m", tokModel, "--", "-1"}, 2, []string{`"-1" is not a token id`}},
-		{"detokenize out of range", []string{"detokenize", "1024"}, 1, []string{"1024 out of range"}},
+		{"detokenize out of range", []string{"detokenize", "-m", tokModel, "1024"}, 1, []string{"1024 out of range"}},
 		{"detokenize no tokenizer", []string{"detokenize", "-m", noTok, "1"}, 1, []string{"no tokenizer"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,6 +219,14 @@ func TestTokenizeErrors(t *testing.T) {
 			}
 		})
 	}
+	// Without -m, the first id past the bundled model's vocabulary.
+	t.Run("detokenize out of range, bundled model", func(t *testing.T) {
+		vocab := strconv.Itoa(bundledTokenizer(t).NumTokens())
+		code, out, errs := runTok(t, "detokenize", vocab)
+		if code != 1 || out != "" || !strings.Contains(errs, vocab+" out of range") {
+			t.Errorf("detokenize %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", vocab, code, out, errs, vocab+" out of range")
+		}
+	})
 }
 
 func TestDefaultModelPath(t *testing.T) {
@@ -177,7 +234,7 @@ func TestDefaultModelPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := filepath.Abs(tokModel)
+	want, err := filepath.Abs(filepath.Join("..", "..", "testdata", "models", "glm5-mini.Q8_0.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
