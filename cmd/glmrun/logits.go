@@ -99,9 +99,8 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	return bw.Flush()
 }
 
-// topLogits returns the n largest logits of row (ties: lower id first)
-// with their log-probabilities, logit − log Σ exp(logits) in float64.
-func topLogits(row []float32, n int) []topEntry {
+// logSumExp is log Σ exp(row), in float64 after subtracting the maximum.
+func logSumExp(row []float32) float64 {
 	maxv := math.Inf(-1)
 	for _, v := range row {
 		maxv = max(maxv, float64(v))
@@ -110,7 +109,13 @@ func topLogits(row []float32, n int) []topEntry {
 	for _, v := range row {
 		sum += math.Exp(float64(v) - maxv)
 	}
-	lse := maxv + math.Log(sum)
+	return maxv + math.Log(sum)
+}
+
+// topLogits returns the n largest logits of row (ties: lower id first)
+// with their log-probabilities, logit − log Σ exp(logits) in float64.
+func topLogits(row []float32, n int) []topEntry {
+	lse := logSumExp(row)
 	ids := make([]int, len(row))
 	for i := range ids {
 		ids[i] = i

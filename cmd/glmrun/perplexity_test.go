@@ -88,15 +88,7 @@ func refPPL(t *testing.T, modelPath, textPath string, exact bool, nCtx, maxChunk
 		}
 		for j := nCtx / 2; j < nCtx-1; j++ {
 			row := rows[j]
-			mx := math.Inf(-1)
-			for _, v := range row {
-				mx = max(mx, float64(v))
-			}
-			var sum float64
-			for _, v := range row {
-				sum += math.Exp(float64(v) - mx)
-			}
-			nlls = append(nlls, mx+math.Log(sum)-float64(row[ids[c*nCtx+j+1]]))
+			nlls = append(nlls, logSumExp(row)-float64(row[ids[c*nCtx+j+1]]))
 		}
 		var tot float64
 		for _, v := range nlls {
