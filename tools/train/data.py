@@ -12,7 +12,9 @@ Tasks:
           reasoning works column by column inside <think>...</think>.
   tools   chat with OpenAI-style tools rendered as GLM-5's template does: a tool
           call in GLM-5's XML form, the tool's answer, a reply that uses it.
-  recall  chat: a few hundred "key: value" lines, then a question about one key.
+  copy    chat: repeat a random sequence of numbers, words or names.
+  recall  chat: a few hundred "key: value" lines, then a question about one key
+          (and sometimes follow-up questions about others).
   chat    greetings and small talk, with and without tools.
 
 Chat text is rendered exactly as GLM-5's chat template renders it (checked
@@ -178,6 +180,11 @@ TOOLS = {
             "query": {"type": "string"}},
             "required": ["query"]}}},
 }
+
+# Words of the generator's own text that the tokenizer keeps whole (one
+# token after a space): the copy task's distinct items, so that each token
+# in the answer has one earlier occurrence to look back at.
+COPY_WORDS = """about another answer answered arguments arithmetic asks assistant beginners bike bird borrow bread brief budget call celsius charts chat chess city clear cloudy code codes compute concise conversion convert count current degrees draft each eight eighteen eleven email fahrenheit feet fifteen find five foggy following format four fourteen friend friendly from function functions gallons grams help helpful history information invoice kilograms kilometers knot latest launch line list lists liters local long look mail many maps meeting meters miles minus model moon more much name near needed negate nine nineteen notes numbers offset online open openings ounces output page panels paper party phases plan planes plus politely pounds price provided query question rain raining rainy recipes repair report result review right river schedule search send sent seven seventeen share short signatures sixteen small snowy solar songs star stock stormy subject subtract such sunny symbol tables tags tell that these things thirteen three tide time timezone today tomorrow tool tools trading trained trip twelve twenty tying unit update user uses value values wants weather welcome when will windy with within work zone""".split()
 
 SYSTEM_PROMPTS = ["You are a helpful assistant.", "You are a concise assistant.", "Answer briefly.",
                   "You are a friendly assistant that uses tools when needed."]
@@ -388,7 +395,9 @@ class Gen:
         keys = set()
         while len(keys) < n:
             keys.add("".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(3, 5))))
-        keys = sorted(keys, key=lambda _: r.random())
+        # sorted first: a set's order depends on the process's hash seed.
+        keys = sorted(keys)
+        r.shuffle(keys)
         return [(k, r.randint(100, 999)) for k in keys]
 
     def recall_messages(self, n, think=True):
@@ -401,11 +410,48 @@ class Gen:
         return body, (f"The line for {k} is {k}: {v}." if think else ""), f"The value of {k} is {v}.", v
 
     def recall(self, max_lines=170):
+        """Mostly short lists, where the look-up is learnt cheaply, and some
+        long ones. Follow-up questions about other keys of the same list reuse
+        its (costly) prompt for more answers."""
         r = self.r
-        n = r.choice([r.randint(5, 40), r.randint(20, max_lines), r.randint(100, max_lines)])
-        body, reasoning, ans, _ = self.recall_messages(n, think=r.random() < 0.6)
-        return render([{"role": "user", "content": body},
-                       {"role": "assistant", "reasoning": reasoning, "content": ans}])
+        n = r.choice([r.randint(5, 30), r.randint(5, 30), r.randint(30, 90), r.randint(100, max_lines)])
+        think = r.random() < 0.6
+        body, reasoning, ans, _ = self.recall_messages(n, think)
+        msgs = [{"role": "user", "content": body}, {"role": "assistant", "reasoning": reasoning, "content": ans}]
+        kv = dict(line.split(": ") for line in body.split("\n")[1:-1])
+        for k in r.sample(sorted(kv), min(len(kv), r.choice([0, 1, 2, 3]))):
+            q = r.choice([f"And {k}?", f"What is the value of {k}?", f"{k} = ?"])
+            msgs += [{"role": "user", "content": q},
+                     {"role": "assistant", "reasoning": f"The line for {k} is {k}: {kv[k]}." if think else "",
+                      "content": f"The value of {k} is {kv[k]}."}]
+        return render(msgs, keep_reasoning=r.random() < 0.5)
+
+    def copy(self):
+        """Repeating a random sequence: the shortest way to the look-back-and-
+        copy circuit (induction heads) that arithmetic, tool arguments and
+        recall all need."""
+        r = self.r
+        u = r.random()
+        n = r.randint(3, 40)
+        if u < 0.5:
+            # Distinct one-token words: each token in the answer has a single
+            # earlier occurrence, the plain case of looking back and copying
+            # what came after it.
+            xs = r.sample(COPY_WORDS, n)
+            seq = " ".join(xs)
+            q = r.choice(["Repeat after me: ", "Copy this: ", "Say this again: ", "Repeat: "]) + seq
+            return render([{"role": "user", "content": q}, {"role": "assistant", "content": seq}])
+        elif u < 0.65:
+            xs = [str(r.randint(0, 999)) for _ in range(n)]
+        elif u < 0.8:
+            xs = ["".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(2, 6))) for _ in range(n)]
+        elif u < 0.9:
+            xs = [self.synth_name() for _ in range(n)]
+        else:
+            xs = [r.choice(CITIES + FIRST_NAMES + TOPICS) for _ in range(n)]
+        seq = r.choice([" ", ", ", " "]).join(xs)
+        q = r.choice(["Repeat after me: ", "Copy this: ", "Say this again: ", "Repeat: "]) + seq
+        return render([{"role": "user", "content": q}, {"role": "assistant", "content": seq}])
 
     def chat(self):
         r = self.r
@@ -423,7 +469,7 @@ class Gen:
         tools = self.tool_set(r.choice(list(TOOLS))) if r.random() < 0.3 else None
         return render(msgs, tools=tools)
 
-    MIX = [("count", 0.12), ("arith", 0.42), ("tools", 0.26), ("recall", 0.15), ("chat", 0.05)]
+    MIX = [("count", 0.12), ("copy", 0.10), ("arith", 0.36), ("tools", 0.22), ("recall", 0.16), ("chat", 0.04)]
 
     def sample(self):
         u = self.r.random()

@@ -41,7 +41,7 @@ class Config:
     q_lora_rank: int = 128
     kv_lora_rank: int = 64
     qk_nope_head_dim: int = 32
-    qk_rope_head_dim: int = 16
+    qk_rope_head_dim: int = 32
     v_head_dim: int = 48
     index_n_heads: int = 4
     index_head_dim: int = 64
@@ -57,7 +57,7 @@ class Config:
     rms_norm_eps: float = 1e-5
     lora_norm_eps: float = 1e-6         # q_a/kv_a layernorms: transformers' default
     indexer_norm_eps: float = 1e-6
-    rope_theta: float = 1e6
+    rope_theta: float = 1e4
     max_position_embeddings: int = 4096
     tie_word_embeddings: bool = False
 

@@ -38,8 +38,8 @@ TASKS = [name for name, _ in data.Gen.MIX]
 PROMPT_KEEP = 0.25
 
 
-def model_config(vocab_size):
-    return glm5.Config(vocab_size=vocab_size)
+def model_config(vocab_size, rope_dim, rope_theta):
+    return glm5.Config(vocab_size=vocab_size, qk_rope_head_dim=rope_dim, rope_theta=rope_theta)
 
 
 class Batcher:
@@ -50,8 +50,8 @@ class Batcher:
     documents apart, and short documents never pay for long rows' attention.
     A micro-batch is (ids, loss weights, positions, document numbers, tasks)."""
 
-    def __init__(self, tok, buckets, tokens, seed):
-        self.tok, self.buckets, self.tokens, self.seed = tok, buckets, tokens, seed
+    def __init__(self, tok, buckets, tokens, seed, mix):
+        self.tok, self.buckets, self.tokens, self.seed, self.mix = tok, buckets, tokens, seed, mix
 
     def encode(self, segs, r):
         """Token ids and loss weights. A prompt token (weight below 1) keeps
@@ -71,7 +71,7 @@ class Batcher:
         while total < self.tokens:
             u = g.r.random()
             name = TASKS[-1]
-            for n, p in data.Gen.MIX:
+            for n, p in self.mix:
                 u -= p
                 if u < 0:
                     name = n
@@ -164,6 +164,10 @@ def main():
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--bf16", type=int, default=1, help="bfloat16 autocast for matrix products (weights stay float32)")
+    ap.add_argument("--rope-dim", type=int, default=glm5.Config.qk_rope_head_dim, help="MLA rope dims per head (qk_rope_head_dim)")
+    ap.add_argument("--rope-theta", type=float, default=glm5.Config.rope_theta)
+    ap.add_argument("--mix", default="", help="task shares, e.g. copy=0.5,arith=0.2 (the rest keep data.Gen.MIX's ratios)")
+    ap.add_argument("--init", default="", help="a ckpt.pt whose model weights a new run starts from")
     ap.add_argument("--bench", type=int, default=0, help="time this many steps and exit, writing nothing")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -177,7 +181,7 @@ def main():
     tok = Tokenizer.from_file(tok_path)
 
     torch.manual_seed(args.seed)
-    cfg = model_config(args.vocab)
+    cfg = model_config(args.vocab, args.rope_dim, args.rope_theta)
     model = glm5.Model(cfg)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
@@ -191,6 +195,11 @@ def main():
         opt.load_state_dict(st["opt"])
         step = st["step"]
         print(f"resumed at step {step}", flush=True)
+    elif args.init:
+        # A later phase of training: the weights of an earlier run, a fresh
+        # optimizer, schedule and data stream (choose another --seed).
+        model.load_state_dict(torch.load(args.init, weights_only=False)["model"])
+        print(f"weights from {args.init}", flush=True)
     params = sum(p.numel() for p in model.parameters())
     X, k = cfg.n_routed_experts, cfg.num_experts_per_tok
     per_expert = 3 * cfg.hidden_size * cfg.moe_intermediate_size
@@ -200,7 +209,15 @@ def main():
     print(f"parameters {params} (MTP block {mtp_params}); active per token in the trunk, without the "
           f"embedding table: {active}", flush=True)
 
-    batcher = Batcher(tok, [int(x) for x in args.buckets.split(",")], args.tokens, args.seed)
+    mix = dict(data.Gen.MIX)
+    for kv in filter(None, args.mix.split(",")):
+        k, v = kv.split("=")
+        if k not in mix:
+            raise SystemExit(f"--mix: unknown task {k!r}")
+        mix[k] = float(v)
+    total = sum(mix.values())
+    mix = [(k, v / total) for k, v in mix.items()]
+    batcher = Batcher(tok, [int(x) for x in args.buckets.split(",")], args.tokens, args.seed, mix)
     stop = {"now": False}
 
     def on_signal(*_):
