@@ -50,6 +50,11 @@ type GenerateOptions struct {
 	// TopLogprobs is the number of most likely alternatives reported in
 	// Token.Top (Logprob is set too when it is > 0).
 	TopLogprobs int
+	// NoSpeculation decodes this generation token by token even when the
+	// model was loaded with Options.SpecDraft. Speculation is off by itself
+	// while the sampler's penalties are on (a draft's distribution would
+	// depend on drafts not yet accepted).
+	NoSpeculation bool
 }
 
 // Token is one generated token.
@@ -96,7 +101,12 @@ type Stats struct {
 	Generated  int
 	EvalTokens int
 	EvalTime   time.Duration
-	Stop       StopReason
+	// Drafted tokens were proposed by the MTP block (Options.SpecDraft) in
+	// SpecRounds verification passes, and Accepted of them kept by the
+	// trunk's check; each pass also yields the token the trunk chose after
+	// the kept drafts.
+	Drafted, Accepted, SpecRounds int
+	Stop                          StopReason
 }
 
 // Generate continues the sequence, yielding each sampled token as it is
@@ -144,8 +154,13 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 		dec = s.m.tok.NewDecoder(opts.Special)
 	}
 	st := stopper{stops: slices.DeleteFunc(slices.Clone(opts.Stop), func(x string) bool { return x == "" })}
+	var sp *speculator
+	if k := s.m.opts.SpecDraft; k > 0 && !opts.NoSpeculation && !smp.Penalties() {
+		sp = &speculator{k: k}
+		defer s.dropDrafts(sp)
+	}
 	for n := 0; ; n++ {
-		tok, sampled, filled, err := s.step(ctx, n, smp, opts, stats)
+		tok, sampled, filled, err := s.step(ctx, n, smp, opts, stats, sp)
 		if err != nil || !sampled {
 			return err
 		}
@@ -190,11 +205,21 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 // evaluates the sequence, samples a token and appends it to the sequence.
 // sampled is false if the sequence already fills the context; filled
 // reports that the new token fills it.
-func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts GenerateOptions, stats *Stats) (tok Token, sampled, filled bool, err error) {
+func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts GenerateOptions, stats *Stats, sp *speculator) (tok Token, sampled, filled bool, err error) {
 	if err := s.lock(); err != nil {
 		return Token{}, false, false, err
 	}
 	defer s.unlock()
+	if sp != nil && n > 0 {
+		if len(sp.queue) == 0 {
+			if err := s.speculate(ctx, smp, opts, stats, sp); err != nil {
+				return Token{}, false, false, err
+			}
+		}
+		if len(sp.queue) > 0 {
+			return s.popDraft(smp, opts, stats, sp)
+		}
+	}
 	if len(s.tokens) >= s.ctxSize {
 		stats.Stop = StopContext
 		return Token{}, false, false, nil

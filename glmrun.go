@@ -49,6 +49,15 @@ type Options struct {
 	// know; without it they are a load error naming them. Warnings lists
 	// them then.
 	AllowUnknownKeys bool
+	// SpecDraft turns on speculative decoding with the model's own MTP
+	// (NextN) block: each step drafts SpecDraft tokens with it, chained,
+	// and the trunk checks them all in one batched pass, keeping the
+	// longest prefix it agrees with (llama.cpp's --draft, vLLM's
+	// num_speculative_tokens). 0 turns it off; a model without an MTP block
+	// is then a load error. Greedy output is plain decoding's token for
+	// token (bit for bit with BatchInvariant), and sampled output has the
+	// target's distribution (the speculative-sampling acceptance rule).
+	SpecDraft int
 	// Progress, when set, makes Load read the weights once from the file
 	// (paging the memory map in, so the first tokens do not wait on the
 	// disk) and report the bytes read so far against the total.
@@ -163,6 +172,7 @@ func (m *Model) load() error {
 		Fast:             !m.opts.Exact,
 		BatchInvariant:   m.opts.BatchInvariant,
 		AllowUnknownKeys: m.opts.AllowUnknownKeys,
+		MTP:              m.opts.SpecDraft > 0,
 	})
 	if err != nil {
 		return fmt.Errorf("glmrun: %w", err)

@@ -62,7 +62,7 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, err
 	}
 	defer m.release()
-	s, err := m.m.NewSession(model.SessionOptions{ContextSize: n})
+	s, err := m.m.NewSession(model.SessionOptions{ContextSize: n, MTP: m.opts.SpecDraft > 0})
 	if err != nil {
 		return nil, fmt.Errorf("glmrun: %w", err)
 	}
@@ -274,6 +274,12 @@ func (s *Session) eval(ctx context.Context) ([]float32, int, error) {
 		// run the last one again.
 		n--
 		s.s.Truncate(n)
+	}
+	if r := s.s.MTPResume(s.tokens[n]); r < n {
+		// The sequence changed where the MTP block no longer has the
+		// trunk's hidden states: run the tokens from where it needs them.
+		s.truncate(r)
+		n = r
 	}
 	s.logits = nil
 	rest := s.tokens[n:]

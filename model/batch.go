@@ -83,7 +83,70 @@ func DecodeBatchInto(dst []float32, sessions []*Session, tokens []int32) error {
 	if n == 1 {
 		return sessions[0].DecodeInto(dst, tokens[0])
 	}
-	return m.decodeBatch(dst, sessions, tokens)
+	rows := make([][]int32, n)
+	for i := range rows {
+		rows[i] = tokens[i : i+1]
+	}
+	return m.decodeBatch(dst, sessions, rows)
+}
+
+// DecodeBatchRows is DecodeBatch with any number of tokens per session:
+// tokens[i] (at least one) are appended to sessions[i] in one pass, each
+// row attending to its own session's cache up to its position, as
+// DecodeTokens runs them; speculative decoding checks the drafts of all
+// its sequences in one such pass. It returns the logits after every token,
+// session after session ([Σ len(tokens[i])][vocab]). With
+// Options.BatchInvariant each row equals what decoding it alone gives. On
+// an error no session has advanced.
+func DecodeBatchRows(sessions []*Session, tokens [][]int32) ([][]float32, error) {
+	n := len(sessions)
+	if n != len(tokens) {
+		return nil, fmt.Errorf("model: DecodeBatchRows: %d sessions but %d token lists", n, len(tokens))
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	m := sessions[0].m
+	seen := make(map[*Session]bool, n)
+	rows := 0
+	each := false
+	for i, s := range sessions {
+		switch {
+		case s.m != m:
+			return nil, fmt.Errorf("model: DecodeBatchRows: session %d belongs to another model", i)
+		case seen[s]:
+			return nil, fmt.Errorf("model: DecodeBatchRows: session %d appears twice", i)
+		case s.shards == nil:
+			return nil, fmt.Errorf("model: DecodeBatchRows: session %d is closed", i)
+		}
+		seen[s] = true
+		if err := s.check(tokens[i]); err != nil {
+			return nil, fmt.Errorf("model: DecodeBatchRows: session %d: %w", i, err)
+		}
+		rows += len(tokens[i])
+		each = each || s.opts.Hook != nil || s.opts.IDHook != nil
+	}
+	V := m.cfg.VocabSize
+	out := make([][]float32, 0, rows)
+	if each || n == 1 {
+		// Hooks see their own session's activations: one by one.
+		for i, s := range sessions {
+			r, err := s.DecodeTokens(tokens[i])
+			if err != nil {
+				return nil, fmt.Errorf("model: DecodeBatchRows: session %d: %w", i, err)
+			}
+			out = append(out, r...)
+		}
+		return out, nil
+	}
+	logits := make([]float32, rows*V)
+	if err := m.decodeBatch(logits, sessions, tokens); err != nil {
+		return nil, err
+	}
+	for r := range rows {
+		out = append(out, logits[r*V:(r+1)*V:(r+1)*V])
+	}
+	return out, nil
 }
 
 // decodeEach decodes the sessions one by one into dst. The tokens were
@@ -99,30 +162,36 @@ func decodeEach(dst []float32, sessions []*Session, tokens []int32) error {
 	return nil
 }
 
-// decodeBatch is forward for one new token in each of n sessions: the
-// activation rows [n, E] and the attention scratch live in the first
-// session's buffers; the attention of row i reads and grows session i's
-// cache. The phases and the order of the operations on every row are
-// forward's, so each row's result is too (with batch-invariant products;
-// see DecodeBatch).
-func (m *Model) decodeBatch(logits []float32, sessions []*Session, tokens []int32) error {
+// decodeBatch is forward for the new tokens of n sessions, tokens[i] for
+// session i: the activation rows [T, E] (T the tokens of all sessions) and
+// the attention scratch live in the first session's buffers; row j of
+// session i attends to session i's cache at its position s.pos+j (all
+// rows' keys are written before any row attends). The phases and the
+// order of the operations on every row are forward's in the decode form,
+// so each row's result is too (with batch-invariant products; see
+// DecodeBatch).
+func (m *Model) decodeBatch(logits []float32, sessions []*Session, tokens [][]int32) error {
 	c := &m.cfg
-	T, E := len(sessions), c.Embd
+	E := c.Embd
+	var flat []int32
+	for _, t := range tokens {
+		flat = append(flat, t...)
+	}
+	T := len(flat)
 	lead := sessions[0]
-	steps := make([]step, len(lead.shards))
+	steps, err := lead.stepBuffers(make([]step, len(lead.shards)), T)
+	if err != nil {
+		return err
+	}
 	var g getter
-	for d, ss := range lead.shards {
-		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
-	}
-	if g.err != nil {
-		return g.err
-	}
 	sh0, st0 := lead.shards[0], &steps[0]
-	seqs := make([][]attention.Seq, len(lead.shards)) // [device][session]
+	seqs := make([][]attention.Seq, len(lead.shards)) // [device][row]
 	for d := range seqs {
-		seqs[d] = make([]attention.Seq, T)
+		seqs[d] = make([]attention.Seq, 0, T)
 		for i, s := range sessions {
-			seqs[d][i] = attention.Seq{Cache: s.shards[d].cache, Pos: s.pos}
+			for j := range tokens[i] {
+				seqs[d] = append(seqs[d], attention.Seq{Cache: s.shards[d].cache, Pos: s.pos + j})
+			}
 		}
 	}
 	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
@@ -134,49 +203,21 @@ func (m *Model) decodeBatch(logits []float32, sessions []*Session, tokens []int3
 	}
 
 	// Token embeddings on device 0, broadcast to the others.
-	sh0.dev.GetRows(st0.h, sh0.sh.embd, tokens)
+	sh0.dev.GetRows(st0.h, sh0.sh.embd, flat)
 	if len(steps) > 1 {
 		if err := m.coll.Broadcast(all(func(st *step) backend.Buffer { return st.h }), 0); err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
 	}
 
+	// Each layer: norms and projections batched, the attention over each
+	// session's cache per session (attention.MLA.DecodeBatch).
 	for l := 0; l < c.Layers; l++ {
-		// Attention with residual: norms and projections batched, the
-		// attention over each session's cache per session.
-		for d, ss := range lead.shards {
-			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].attnNorm, c.RMSEps)
-		}
-		for d, ss := range lead.shards {
-			if err := ss.mla[l].DecodeBatch(steps[d].attnOut, steps[d].x, seqs[d], ss.scratch); err != nil {
-				return fmt.Errorf("model: layer %d: %w", l, err)
-			}
-		}
-		if err := lead.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {
+		err := lead.block(l, T, steps, func(d int, ss *sessionShard, st *step) error {
+			return ss.mla[l].DecodeBatch(st.attnOut, st.x, seqs[d], ss.scratch)
+		}, nil)
+		if err != nil {
 			return err
-		}
-		for d, ss := range lead.shards {
-			ss.dev.Add(steps[d].h, steps[d].attnOut)
-		}
-
-		// Feed-forward with residual, all rows together.
-		for d, ss := range lead.shards {
-			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
-		}
-		if m.w.Layers[l].Dense != nil {
-			for d, ss := range lead.shards {
-				if err := ss.swiglu(steps[d].ffnOut, steps[d].x, T, ss.sh.layers[l].dense); err != nil {
-					return err
-				}
-			}
-		} else if err := lead.moe(l, T, steps); err != nil {
-			return err
-		}
-		if err := lead.reduce(l, "ffn_out", all(func(st *step) backend.Buffer { return st.ffnOut }), T); err != nil {
-			return err
-		}
-		for d, ss := range lead.shards {
-			ss.dev.Add(steps[d].h, steps[d].ffnOut)
 		}
 	}
 
@@ -197,8 +238,19 @@ func (m *Model) decodeBatch(logits []float32, sessions []*Session, tokens []int3
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for _, s := range sessions {
-		s.pos++
+	// The MTP blocks of the sessions that run one, the lead's last: the
+	// others read their hidden rows from its buffers.
+	for i, row := len(sessions)-1, T; i >= 0; i-- {
+		s := sessions[i]
+		row -= len(tokens[i])
+		if s.mtp != nil {
+			if err := s.mtpRows(tokens[i], s.pos, st0.h.Slice(row*E, len(tokens[i])*E), attention.Decode); err != nil {
+				return fmt.Errorf("model: DecodeBatch: session %d: %w", i, err)
+			}
+		}
+	}
+	for i, s := range sessions {
+		s.pos += len(tokens[i])
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ type Config struct {
 	Embd         int  // embedding_length (E)
 	BlockCount   int  // block_count: trunk + NextN blocks
 	Layers       int  // trunk layers = BlockCount − NextN
-	NextN        int  // nextn_predict_layers (MTP blocks, not run)
+	NextN        int  // nextn_predict_layers (MTP blocks; the first drafts tokens with Options.MTP)
 	DenseLayers  int  // leading_dense_block_count
 	Heads        int  // attention.head_count (H)
 	HeadsKV      int  // attention.head_count_kv (1 for absorbed MLA)

@@ -11,7 +11,8 @@
 // Load uploads the weights once and a Session keeps its latent KV cache
 // and buffers on the devices.
 // Both MLA layouts load: split attn_k_b/attn_v_b, and the legacy combined
-// attn_kv_b (split at load). NextN/MTP blocks are loaded but not run.
+// attn_kv_b (split at load). The first NextN/MTP block drafts tokens for
+// speculative decoding when the model is loaded with Options.MTP (Session.Draft).
 //
 // A Session is one sequence with its latent KV cache. Prefill runs a batch
 // of tokens through the prefill form of attention (decompressed keys and

@@ -13,6 +13,17 @@ type step struct {
 	h, x, attnOut, ffnOut backend.Buffer // [T, E]
 }
 
+// stepBuffers fills steps (one per device) with the session's activation
+// buffers for T rows.
+func (s *Session) stepBuffers(steps []step, T int) ([]step, error) {
+	E := s.m.cfg.Embd
+	var g getter
+	for d, ss := range s.shards {
+		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
+	}
+	return steps, g.err
+}
+
 // getter takes scratch buffers, keeping the first error.
 type getter struct{ err error }
 
@@ -59,14 +70,11 @@ func (s *Session) forward(tokens []int32, form attention.Form, out []float32, la
 	}
 	c := &s.m.cfg
 	T, E, pos0 := len(tokens), c.Embd, s.pos
-	steps := s.steps // sized by NewSession
+	steps, err := s.stepBuffers(s.steps, T)
+	if err != nil {
+		return nil, err
+	}
 	var g getter
-	for d, ss := range s.shards {
-		steps[d] = step{h: g.get(&ss.h, T*E), x: g.get(&ss.x, T*E), attnOut: g.get(&ss.attnOut, T*E), ffnOut: g.get(&ss.ffnOut, T*E)}
-	}
-	if g.err != nil {
-		return nil, g.err
-	}
 	sh0, st0 := s.shards[0], &steps[0]
 	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
 		for d := range steps {
@@ -85,47 +93,15 @@ func (s *Session) forward(tokens []int32, form attention.Form, out []float32, la
 	s.emit(-1, "embd", sh0, st0.h, T, E)
 
 	for l := 0; l < c.Layers; l++ {
-		// Attention with residual.
-		for d, ss := range s.shards {
-			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].attnNorm, c.RMSEps)
-		}
-		s.emit(l, "attn_norm", sh0, st0.x, T, E)
-		for d, ss := range s.shards {
-			if err := ss.mla[l].Forward(steps[d].attnOut, steps[d].x, T, pos0, ss.cache, ss.scratch, form); err != nil {
-				return nil, err
-			}
-		}
-		s.emitKQV(l, T)
-		s.emitSelected(l, T, pos0)
-		if err := s.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {
+		err := s.block(l, T, steps, func(d int, ss *sessionShard, st *step) error {
+			return ss.mla[l].Forward(st.attnOut, st.x, T, pos0, ss.cache, ss.scratch, form)
+		}, func() {
+			s.emitKQV(l, T)
+			s.emitSelected(l, T, pos0)
+		})
+		if err != nil {
 			return nil, err
 		}
-		for d, ss := range s.shards {
-			ss.dev.Add(steps[d].h, steps[d].attnOut)
-		}
-		s.emit(l, "ffn_inp", sh0, st0.h, T, E)
-
-		// Feed-forward with residual.
-		for d, ss := range s.shards {
-			ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
-		}
-		s.emit(l, "ffn_norm", sh0, st0.x, T, E)
-		if s.m.w.Layers[l].Dense != nil {
-			for d, ss := range s.shards {
-				if err := ss.swiglu(steps[d].ffnOut, steps[d].x, T, ss.sh.layers[l].dense); err != nil {
-					return nil, err
-				}
-			}
-		} else if err := s.moe(l, T, steps); err != nil {
-			return nil, err
-		}
-		if err := s.reduce(l, "ffn_out", all(func(st *step) backend.Buffer { return st.ffnOut }), T); err != nil {
-			return nil, err
-		}
-		for d, ss := range s.shards {
-			ss.dev.Add(steps[d].h, steps[d].ffnOut)
-		}
-		s.emit(l, "out", sh0, st0.h, T, E)
 	}
 
 	// Final norm and output head on device 0.
@@ -154,8 +130,76 @@ func (s *Session) forward(tokens []int32, form attention.Form, out []float32, la
 			return nil, fmt.Errorf("model: %s: %w", ss.dev.Name(), err)
 		}
 	}
+	if s.mtp != nil {
+		if err := s.mtpRows(tokens, pos0, st0.h, form); err != nil {
+			return nil, err
+		}
+	}
 	s.pos += T
 	return logits, nil
+}
+
+// block issues layer l (trunk or MTP block) on the T rows of steps[d].h:
+// attention with residual, then the dense FFN or the MoE with residual.
+// attend issues device d's attention of st.x into st.attnOut (the form,
+// the positions and the caches are the caller's); afterAttn, if not nil,
+// runs once all devices' attention is issued (the hooks of forward).
+// forward, decodeBatch and the MTP block share it, so that a layer is
+// computed one way everywhere.
+func (s *Session) block(l, T int, steps []step, attend func(d int, ss *sessionShard, st *step) error, afterAttn func()) error {
+	c := &s.m.cfg
+	E := c.Embd
+	sh0, st0 := s.shards[0], &steps[0]
+	all := func(f func(st *step) backend.Buffer) []backend.Buffer {
+		for d := range steps {
+			s.parts[d] = f(&steps[d])
+		}
+		return s.parts
+	}
+
+	// Attention with residual.
+	for d, ss := range s.shards {
+		ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].attnNorm, c.RMSEps)
+	}
+	s.emit(l, "attn_norm", sh0, st0.x, T, E)
+	for d, ss := range s.shards {
+		if err := attend(d, ss, &steps[d]); err != nil {
+			return fmt.Errorf("model: layer %d: %w", l, err)
+		}
+	}
+	if afterAttn != nil {
+		afterAttn()
+	}
+	if err := s.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {
+		return err
+	}
+	for d, ss := range s.shards {
+		ss.dev.Add(steps[d].h, steps[d].attnOut)
+	}
+	s.emit(l, "ffn_inp", sh0, st0.h, T, E)
+
+	// Feed-forward with residual.
+	for d, ss := range s.shards {
+		ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
+	}
+	s.emit(l, "ffn_norm", sh0, st0.x, T, E)
+	if s.m.w.Layers[l].Dense != nil {
+		for d, ss := range s.shards {
+			if err := ss.swiglu(steps[d].ffnOut, steps[d].x, T, ss.sh.layers[l].dense); err != nil {
+				return err
+			}
+		}
+	} else if err := s.moe(l, T, steps); err != nil {
+		return err
+	}
+	if err := s.reduce(l, "ffn_out", all(func(st *step) backend.Buffer { return st.ffnOut }), T); err != nil {
+		return err
+	}
+	for d, ss := range s.shards {
+		ss.dev.Add(steps[d].h, steps[d].ffnOut)
+	}
+	s.emit(l, "out", sh0, st0.h, T, E)
+	return nil
 }
 
 // reduce sums the devices' partial results of node (attn_out, ffn_out)

@@ -45,6 +45,11 @@ type Options struct {
 	// know, which are otherwise a load error naming them; they are then
 	// listed in Warnings.
 	AllowUnknownKeys bool
+	// MTP loads the model's multi-token-prediction (NextN) block onto the
+	// devices, so that sessions with SessionOptions.MTP can draft tokens
+	// with it (speculative decoding). Loading a model without one is then
+	// an error.
+	MTP bool
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -59,6 +64,7 @@ type Model struct {
 	devs    []backend.Device
 	coll    backend.Collective
 	shards  []*shard
+	mtp     bool // the MTP block is loaded (Options.MTP)
 	// warnings are the metadata keys AllowUnknownKeys let through.
 	warnings []string
 }
@@ -98,6 +104,9 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("model: negative option: tensor parallelism %d, threads %d, device memory %d",
 			opts.TensorParallel, opts.Threads, opts.DeviceMemory)
 	}
+	if opts.MTP && cfg.NextN == 0 {
+		return nil, fmt.Errorf("model: %s: MTP asked for, but the model has no MTP block (%s.nextn_predict_layers is 0)", f.Path, cfg.Arch)
+	}
 	n := max(opts.TensorParallel, 1)
 	plan, err := NewPlan(&cfg, n)
 	if err != nil {
@@ -115,7 +124,7 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll, warnings: warnings}
+	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll, warnings: warnings, mtp: opts.MTP}
 	m.attnCfg = m.newAttnConfig()
 	if err := m.upload(); err != nil {
 		m.closeDevices()

@@ -166,7 +166,7 @@ type Memory struct {
 // config c (the GGUF header is enough: no tensor data is read). Tensors
 // the plan splits must split evenly. It counts every tensor of the file as
 // stored; Load uploads slightly different bytes in three cases: NextN
-// blocks are not uploaded (the forward pass does not run them), a legacy
+// blocks are not uploaded unless Options.MTP asks for the first, a legacy
 // combined attn_kv_b is uploaded as F32 attn_k_b/attn_v_b, and ".scale"
 // tensors are folded into their matrices.
 func (p Plan) Memory(c *Config, tensors []TensorDesc) (*Memory, error) {

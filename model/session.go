@@ -23,6 +23,11 @@ type SessionOptions struct {
 	ContextSize int
 	Hook        Hook   // optional activation hook
 	IDHook      IDHook // optional decision hook
+	// MTP runs the model's MTP block along with the trunk, so that the
+	// session can draft tokens (Draft, DraftNext); the model must be
+	// loaded with Options.MTP. Each forward call then also runs the block
+	// over the new positions, and the cache holds its latents too.
+	MTP bool
 }
 
 // Session is one sequence being run through a model: its latent KV cache
@@ -37,6 +42,7 @@ type Session struct {
 	steps  []step           // per device, reused by every forward call
 	parts  []backend.Buffer // per device, for collectives
 	tok    [1]int32
+	mtp    *mtpState // nil without SessionOptions.MTP
 }
 
 // sessionShard is a Session's state on one device.
@@ -107,8 +113,15 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if m.devs == nil {
 		return nil, errors.New("model: the model is closed")
 	}
+	if opts.MTP && !m.HasMTP() {
+		return nil, errors.New("model: a session with MTP needs a model loaded with Options.MTP")
+	}
 	c := &m.cfg
-	idx := make([]int, c.Layers)
+	blocks := c.Layers
+	if opts.MTP {
+		blocks++
+	}
+	idx := make([]int, blocks)
 	for l := range idx {
 		if m.w.Layers[l].Attn.Indexer != nil {
 			idx[l] = c.IndexerDim
@@ -117,12 +130,12 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	s := &Session{m: m, opts: opts}
 	for _, sh := range m.shards {
 		dev := sh.dev
-		cache, err := attention.NewLatentCache(dev, c.Layers, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
+		cache, err := attention.NewLatentCache(dev, blocks, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
 		if err != nil {
 			s.Close() // the caches of the devices before
 			return nil, fmt.Errorf("model: KV cache of %d positions: %w", opts.ContextSize, err)
 		}
-		ss := &sessionShard{sh: sh, dev: dev, cache: cache, mla: make([]attention.MLA, c.Layers),
+		ss := &sessionShard{sh: sh, dev: dev, cache: cache, mla: make([]attention.MLA, blocks),
 			scratch: attention.NewScratch(dev)}
 		for l := range ss.mla {
 			ss.mla[l] = attention.MLA{Cfg: &m.attnCfg, W: sh.layers[l].attn, Layer: l, Dev: dev,
@@ -133,6 +146,10 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		}
 		ss.ids.Dev = dev
 		s.shards = append(s.shards, ss)
+	}
+	if opts.MTP {
+		d0 := s.shards[0].dev
+		s.mtp = &mtpState{next: make([]int32, opts.ContextSize), hidden: backend.Scratch{Dev: d0}, in: backend.Scratch{Dev: d0}, out: backend.Scratch{Dev: d0}}
 	}
 	// moe sums shared-expert parts in s.parts, in a batched step too,
 	// where the session may never have run a forward of its own.
@@ -156,6 +173,11 @@ func (s *Session) Close() error {
 			b.Free()
 		}
 		ss.ids.Free()
+	}
+	if s.mtp != nil {
+		s.mtp.hidden.Free()
+		s.mtp.in.Free()
+		s.mtp.out.Free()
 	}
 	s.shards = nil
 	return nil
@@ -183,17 +205,27 @@ func (s *Session) CacheBytes() int64 {
 // Reset empties the sequence, keeping its buffers.
 func (s *Session) Reset() {
 	s.pos = 0 // cache rows are rewritten before they are read again
+	if s.mtp != nil {
+		s.mtp.pos, s.mtp.hN, s.mtp.outOK = 0, 0, false
+	}
 }
 
 // Truncate drops the positions from n on, keeping the first n tokens'
 // latents and indexer keys: the next token runs at position n. It copies
 // and frees nothing (rows past the end are rewritten before they are read
-// again), so it costs the same for any n. n must be in [0, Pos()].
+// again), so it costs the same for any n. n must be in [0, Pos()]. The
+// MTP block's rows (SessionOptions.MTP) rewind with the trunk's.
 func (s *Session) Truncate(n int) error {
 	if n < 0 || n > s.pos {
 		return fmt.Errorf("model: truncate to %d positions: the sequence has %d", n, s.pos)
 	}
 	s.pos = n
+	if mt := s.mtp; mt != nil {
+		// Row n−1 stays if the sequence goes on with the token it was
+		// made from (mtpRows checks).
+		mt.pos = min(mt.pos, n)
+		mt.outOK = false
+	}
 	return nil
 }
 
@@ -201,7 +233,12 @@ func (s *Session) Truncate(n int) error {
 // (decompressed) form of attention, appending them to the sequence, and
 // returns the logits after each token ([len(tokens)][vocab]).
 func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
-	logits, err := s.forward(tokens, attention.Prefill, nil, false)
+	return s.forwardRows(tokens, attention.Prefill)
+}
+
+// forwardRows runs tokens in form and returns the logits after each.
+func (s *Session) forwardRows(tokens []int32, form attention.Form) ([][]float32, error) {
+	logits, err := s.forward(tokens, form, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +255,16 @@ func (s *Session) Prefill(tokens []int32) ([][]float32, error) {
 func (s *Session) Decode(token int32) ([]float32, error) {
 	s.tok[0] = token
 	return s.forward(s.tok[:], attention.Decode, nil, false)
+}
+
+// DecodeTokens runs several tokens through the model in one pass with the
+// decode (absorbed) form of attention, appending them to the sequence, and
+// returns the logits after each ([len(tokens)][vocab]). The products are
+// batched, so the weights are read once for all the tokens; with
+// Options.BatchInvariant row t equals what Decode would give for token t,
+// bit for bit. Speculative decoding verifies its drafts with it.
+func (s *Session) DecodeTokens(tokens []int32) ([][]float32, error) {
+	return s.forwardRows(tokens, attention.Decode)
 }
 
 // PrefillLast is Prefill computing and returning only the logits after

@@ -14,7 +14,8 @@ type shard struct {
 	embd    backend.Weight // device 0 only
 	output  backend.Weight // device 0 only
 	outNorm backend.Buffer // device 0 only
-	layers  []shardLayer   // trunk layers
+	layers  []shardLayer   // trunk layers, then the MTP block (Options.MTP)
+	mtp     *mtpHead       // the MTP block's own tensors (device 0, Options.MTP)
 }
 
 // shardLayer is one block on one device.
@@ -101,7 +102,7 @@ func (u *devUploader) ffn(f *FFN, lo, n int) *ffnShard {
 func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 	c, p, w := &m.cfg, &m.plan, m.w
 	u := &devUploader{dev: dev}
-	sh := &shard{dev: dev, index: d, layers: make([]shardLayer, c.Layers)}
+	sh := &shard{dev: dev, index: d, layers: make([]shardLayer, m.blocks())}
 	if d == 0 {
 		sh.embd = u.matrix(w.TokenEmbd)
 		sh.output = sh.embd
@@ -146,8 +147,20 @@ func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 			return nil, u.err
 		}
 	}
+	if d == 0 && len(sh.layers) > c.Layers {
+		m.uploadMTP(u, sh)
+	}
 	if u.err != nil {
 		return nil, u.err
 	}
 	return sh, nil
+}
+
+// blocks returns the number of blocks the devices hold: the trunk's, and
+// the MTP block when it is loaded.
+func (m *Model) blocks() int {
+	if m.mtp {
+		return m.cfg.Layers + 1
+	}
+	return m.cfg.Layers
 }

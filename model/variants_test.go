@@ -57,8 +57,9 @@ func TestSparseVsDense(t *testing.T) {
 	}
 }
 
-// TestNextNSkipped: the MTP block of a NextN model is loaded but not run,
-// so its logits equal glm5-mini's. It checks the shipped
+// TestNextNSkipped: the MTP block of a NextN model is not run by the
+// trunk's forward pass (with or without Options.MTP), so its logits equal
+// glm5-mini's. It checks the shipped
 // glm5-mini-nextn.Q8_0 and a NextN model built here from glm5-mini (block 3
 // a copy of block 2 plus the nextn.* tensors).
 func TestNextNSkipped(t *testing.T) {
@@ -101,6 +102,14 @@ func TestNextNSkipped(t *testing.T) {
 	}{
 		{"built", built},
 		{"glm5-mini-nextn.Q8_0", func(t *testing.T) *Model { return loadTest(t, "glm5-mini-nextn.Q8_0") }},
+		{"glm5-mini-nextn.Q8_0 with MTP", func(t *testing.T) *Model {
+			m, err := Load(modelPath(t, "glm5-mini-nextn.Q8_0"), Options{MTP: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			return m
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.load(t)

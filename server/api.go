@@ -35,7 +35,8 @@ type chatRequest struct {
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"` // llama-server / vLLM extension
 	ReasoningEffort     *string                    `json:"reasoning_effort"`
 	ResponseFormat      *responseFormat            `json:"response_format"`
-	CachePrompt         *bool                      `json:"cache_prompt"` // llama-server extension: reuse a slot's cached prefix (default true)
+	CachePrompt         *bool                      `json:"cache_prompt"`      // llama-server extension: reuse a slot's cached prefix (default true)
+	SpecMax             *int                       `json:"speculative.n_max"` // llama-server extension: most drafted tokens per step (0: off)
 }
 
 // completionRequest is the body of POST /v1/completions.
@@ -59,6 +60,7 @@ type completionRequest struct {
 	Stream           bool               `json:"stream"`
 	StreamOptions    *streamOptions     `json:"stream_options"`
 	CachePrompt      *bool              `json:"cache_prompt"`
+	SpecMax          *int               `json:"speculative.n_max"`
 }
 
 type streamOptions struct {

@@ -31,7 +31,7 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, req.CachePrompt)
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, extras{req.CachePrompt, req.SpecMax})
 	if e != nil {
 		writeError(w, e)
 		return

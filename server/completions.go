@@ -81,7 +81,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, hr *http.Request) {
 
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel()
-	r, e := s.start(ctx, prompt, smp, maxTokens, req.Stop, logprobs, top, nil, req.CachePrompt)
+	r, e := s.start(ctx, prompt, smp, maxTokens, req.Stop, logprobs, top, nil, extras{req.CachePrompt, req.SpecMax})
 	if e != nil {
 		writeError(w, e)
 		return

@@ -27,7 +27,10 @@ type metrics struct {
 	// those of them found in a slot's KV cache.
 	prefixQueries, prefixHits atomic.Int64
 	queueDepth                atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
-	active                    atomic.Int64
+	// drafted are the tokens the MTP block proposed, draftsKept those of
+	// them the trunk's check kept (speculative decoding).
+	drafted, draftsKept atomic.Int64
+	active              atomic.Int64
 
 	mu       sync.Mutex
 	requests map[requestKey]int64
@@ -122,6 +125,8 @@ func (m *metrics) write(w io.Writer, parallel, queueCap int) error {
 	one("glmrun_requests_rejected_total", "counter", "Requests refused because the queue was full.", m.rejected.Load())
 	one("glmrun_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the slots' KV caches.", m.prefixQueries.Load())
 	one("glmrun_prefix_cache_hits_total", "counter", "Prompt tokens found in a slot's KV cache and not run again.", m.prefixHits.Load())
+	one("glmrun_spec_draft_tokens_total", "counter", "Tokens drafted by the MTP block (speculative decoding).", m.drafted.Load())
+	one("glmrun_spec_draft_tokens_accepted_total", "counter", "Drafted tokens the model's check kept.", m.draftsKept.Load())
 	one("glmrun_queue_depth", "gauge", "Requests waiting for a slot.", m.queueDepth.Load())
 	one("glmrun_queue_capacity", "gauge", "Most requests that may wait for a slot.", queueCap)
 	one("glmrun_active_sequences", "gauge", "Sequences holding a slot (prefilling or decoding).", m.active.Load())

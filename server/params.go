@@ -139,14 +139,27 @@ func (s *Server) checkPromptLen(param string, n int) *apiError {
 	return nil
 }
 
+// extras are the llama-server request fields that steer the scheduler.
+type extras struct {
+	cachePrompt *bool // cache_prompt (nil: on)
+	specMax     *int  // speculative.n_max (nil: the server's SpecDraft)
+}
+
 // start queues a generation and returns it, or a 503 when the queue is full
 // or the server is shutting down. markers are the control tokens the reply
 // parser reads (Server.markers for chat, nil for completions).
-func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int, markers map[int32]byte, cachePrompt *bool) (*request, *apiError) {
+func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler, maxTokens int, stop []string, logprobs bool, top int, markers map[int32]byte, x extras) (*request, *apiError) {
 	r := &request{
 		ctx: ctx, prompt: prompt, maxTokens: maxTokens, stop: stop, sampler: smp,
 		logprobs: logprobs, topLogprobs: top, markers: markers, out: newOutbox(),
-		cachePrompt: cachePrompt == nil || *cachePrompt,
+		cachePrompt: x.cachePrompt == nil || *x.cachePrompt,
+		specMax:     s.cfg.SpecDraft,
+	}
+	if x.specMax != nil {
+		if *x.specMax < 0 {
+			return nil, invalid("speculative.n_max", "speculative.n_max %d: want >= 0 (0: no speculative decoding)", *x.specMax)
+		}
+		r.specMax = min(*x.specMax, s.cfg.SpecDraft)
 	}
 	if s.script != nil {
 		r.script = s.script(prompt)

@@ -129,7 +129,7 @@ func TestQueueCancelRace(t *testing.T) {
 		if i%2 == 0 {
 			cancel() // already over when queued
 		}
-		r, e := ts.s.start(ctx, prompt, smp, 1, nil, false, 0, nil, nil)
+		r, e := ts.s.start(ctx, prompt, smp, 1, nil, false, 0, nil, extras{})
 		if e != nil {
 			t.Fatalf("request %d: %v", i, e)
 		}

@@ -32,6 +32,17 @@ type Stepper interface {
 	Step(sessions []*model.Session, tokens []int32) (logits [][]float32, errs []error)
 }
 
+// RowStepper is a Stepper that also runs several tokens for a session in
+// one step: the pending token and the drafts of a sequence that speculates
+// (Config.SpecDraft), checked in the same batched pass as the other
+// sequences' tokens. logits[i] holds the rows of sessions[i]'s tokens, one
+// after another. Without it, each speculating sequence checks its drafts
+// in a pass of its own.
+type RowStepper interface {
+	Stepper
+	StepRows(sessions []*model.Session, tokens [][]int32) (logits [][]float32, errs []error)
+}
+
 // SequentialStepper decodes the sessions one after the other with
 // model.Session.Decode: correct, but it reads the weights once per sequence.
 type SequentialStepper struct{}
@@ -88,6 +99,32 @@ func (b *BatchStepper) Step(sessions []*model.Session, tokens []int32) ([][]floa
 	return b.rows, nil
 }
 
+// StepRows implements RowStepper with model.DecodeBatchRows.
+func (b *BatchStepper) StepRows(sessions []*model.Session, tokens [][]int32) ([][]float32, []error) {
+	rows, err := model.DecodeBatchRows(sessions, tokens)
+	if err != nil {
+		// Find which sequences fail by running them one by one.
+		logits := make([][]float32, len(sessions))
+		errs := make([]error, len(sessions))
+		for i, s := range sessions {
+			r, err := s.DecodeTokens(tokens[i])
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			logits[i] = joinRows(r)
+		}
+		return logits, errs
+	}
+	out := make([][]float32, len(sessions))
+	k := 0
+	for i := range sessions {
+		out[i] = joinRows(rows[k : k+len(tokens[i])])
+		k += len(tokens[i])
+	}
+	return out, nil
+}
+
 // request is one generation handed to the scheduler by a handler.
 type request struct {
 	ctx         context.Context
@@ -107,7 +144,10 @@ type request struct {
 	// prompt that a free slot's KV cache holds (llama-server's
 	// cache_prompt, on by default).
 	cachePrompt bool
-	out         outbox
+	// specMax is the most tokens the MTP block drafts per step for this
+	// request (Config.SpecDraft, lowered by speculative.n_max; 0: off).
+	specMax int
+	out     outbox
 	// unwatch stops the watch that takes the request out of the queue when
 	// its client goes away; the scheduler calls it on admitting the request.
 	unwatch func() bool
@@ -179,7 +219,8 @@ type sequence struct {
 	dec       *tokenizer.Decoder
 	held      string // decoded text not emitted yet (could start a stop string)
 	lps       []tokenLogprob
-	task      int64 // the request's number, GET /slots' id_task
+	task      int64             // the request's number, GET /slots' id_task
+	spec      model.SpecBuffers // speculative decoding's draft logits
 }
 
 // waitQueue is the FIFO of requests waiting for a slot. A request leaves it
@@ -270,6 +311,7 @@ type scheduler struct {
 	ctxSize  int
 	parallel int
 	special  bool // render every control token (Config.Special)
+	mtp      bool // sessions run the MTP block (Config.SpecDraft > 0)
 	stepper  Stepper
 	metrics  *metrics
 
@@ -439,9 +481,15 @@ func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, er
 		if err := sl.sess.Truncate(keep); err != nil {
 			return nil, 0, fmt.Errorf("server: KV cache slot: %w", err)
 		}
+		if r := sl.sess.MTPResume(prompt[keep]); r < keep {
+			// The MTP block's row at the cut needs the trunk's state
+			// there, which the cache no longer has: run from where it does.
+			keep = r
+			sl.sess.Truncate(keep) // r < keep: in range
+		}
 		return sl.sess, keep, nil
 	}
-	sess, err := s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize})
+	sess, err := s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize, MTP: s.mtp})
 	if err != nil {
 		return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
 	}
@@ -545,24 +593,52 @@ func (s *scheduler) prefill() {
 	}
 }
 
-// decode runs one step: one token for every sequence past its prompt.
+// decode runs one step: one token for every sequence past its prompt, or,
+// for a sequence that speculates, its pending token and the MTP block's
+// drafts, checked in the same batched pass when the Stepper can run
+// several tokens for a session (RowStepper).
 func (s *scheduler) decode() {
 	var seqs []*sequence
 	var sessions []*model.Session
-	var tokens []int32
-	for _, seq := range s.active {
-		if seq.prefilled == len(seq.req.prompt) {
-			seqs = append(seqs, seq)
-			sessions = append(sessions, seq.sess)
-			tokens = append(tokens, seq.next)
+	var rows [][]int32 // the tokens each sequence feeds
+	speculating := false
+	for _, seq := range append([]*sequence(nil), s.active...) {
+		if seq.prefilled != len(seq.req.prompt) {
+			continue
 		}
+		toks := []int32{seq.next}
+		if k := s.draftLen(seq); k > 0 {
+			d, err := seq.sess.Drafts(seq.next, k, seq.req.sampler, &seq.spec)
+			if err != nil {
+				s.fail(seq, fmt.Errorf("server: draft: %w", err))
+				continue
+			}
+			toks, speculating = d, true
+		}
+		seqs = append(seqs, seq)
+		sessions = append(sessions, seq.sess)
+		rows = append(rows, toks)
 	}
 	if len(seqs) == 0 {
 		return
 	}
 	start := time.Now()
-	logits, errs := s.stepper.Step(sessions, tokens)
-	s.metrics.step(len(seqs), time.Since(start))
+	var logits [][]float32 // per sequence: the rows of its tokens, one after another
+	var errs []error
+	if speculating {
+		logits, errs = s.stepRows(sessions, rows)
+	} else {
+		tokens := make([]int32, len(rows))
+		for i, r := range rows {
+			tokens[i] = r[0]
+		}
+		logits, errs = s.stepper.Step(sessions, tokens)
+	}
+	n := 0
+	for _, r := range rows {
+		n += len(r)
+	}
+	s.metrics.step(n, time.Since(start))
 	// Each sequence samples from its own logits with its own sampler, so a
 	// batch's draws run in parallel: a draw (top-p sorts) and the
 	// log-probabilities each pass over GLM's 151k logits, for each of up
@@ -570,7 +646,7 @@ func (s *scheduler) decode() {
 	// of a step.
 	picks := make([]pick, len(seqs))
 	forEach(len(seqs), func(i int) {
-		if errs == nil || errs[i] == nil {
+		if (errs == nil || errs[i] == nil) && len(rows[i]) == 1 {
 			picks[i] = s.pickToken(seqs[i], logits[i])
 		}
 	})
@@ -579,8 +655,125 @@ func (s *scheduler) decode() {
 			s.fail(seq, fmt.Errorf("server: decode: %w", errs[i]))
 			continue
 		}
-		seq.fed = append(seq.fed, tokens[i])
+		if len(rows[i]) > 1 {
+			s.acceptDrafts(seq, splitRows(logits[i], len(rows[i])))
+			continue
+		}
+		seq.fed = append(seq.fed, rows[i][0])
 		s.onPick(seq, picks[i])
+	}
+}
+
+// stepRows runs a step in which some sequences feed several tokens: in
+// one batched pass when the Stepper is a RowStepper, else each
+// speculating sequence alone (model.Session.DecodeTokens) and the others
+// in one Step. logits[i] holds the rows of sequence i, one after another.
+func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][]float32, []error) {
+	if rs, ok := s.stepper.(RowStepper); ok {
+		return rs.StepRows(sessions, rows)
+	}
+	logits := make([][]float32, len(sessions))
+	var errs []error
+	fail := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(sessions))
+		}
+		errs[i] = err
+	}
+	var one []*model.Session
+	var oneTok []int32
+	var oneIdx []int
+	for i, sess := range sessions {
+		if len(rows[i]) == 1 {
+			one, oneTok, oneIdx = append(one, sess), append(oneTok, rows[i][0]), append(oneIdx, i)
+			continue
+		}
+		r, err := sess.DecodeTokens(rows[i])
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		logits[i] = joinRows(r)
+	}
+	if len(one) > 0 {
+		l, e := s.stepper.Step(one, oneTok)
+		for j, i := range oneIdx {
+			if e != nil && e[j] != nil {
+				fail(i, e[j])
+				continue
+			}
+			logits[i] = l[j]
+		}
+	}
+	return logits, errs
+}
+
+// joinRows copies rows of logits into one slice.
+func joinRows(rows [][]float32) []float32 {
+	var out []float32
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// splitRows views n equal rows of logits.
+func splitRows(logits []float32, n int) [][]float32 {
+	V := len(logits) / n
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = logits[i*V : (i+1)*V : (i+1)*V]
+	}
+	return rows
+}
+
+// draftLen is how many tokens seq's MTP block drafts this step: its
+// request's speculative.n_max, within its max_tokens and the context; 0
+// for a request whose penalties are on, a scripted one, or a session whose
+// MTP block must run tokens again first.
+func (s *scheduler) draftLen(seq *sequence) int {
+	r := seq.req
+	if r.specMax == 0 || len(r.script) > 0 || r.sampler.Penalties() {
+		return 0
+	}
+	k := r.specMax
+	if r.maxTokens > 0 {
+		k = min(k, r.maxTokens-seq.generated-1)
+	}
+	pos := seq.sess.Pos()
+	k = min(k, s.ctxSize-pos-2)
+	if k < 1 || seq.sess.MTPResume(seq.next) != pos {
+		return 0
+	}
+	return k
+}
+
+// acceptDrafts ends a speculating sequence's step: it keeps the drafts the
+// trunk agrees with (model.Session.AcceptDrafts) and passes the round's
+// tokens through onPick in order, as decoded tokens go.
+func (s *scheduler) acceptDrafts(seq *sequence, rows [][]float32) {
+	r := seq.req
+	round, err := seq.sess.AcceptDrafts(rows, r.sampler, &seq.spec)
+	if err != nil {
+		s.fail(seq, fmt.Errorf("server: speculative decode: %w", err))
+		return
+	}
+	s.metrics.drafted.Add(int64(round.Drafted))
+	s.metrics.draftsKept.Add(int64(round.Kept))
+	fed := seq.next
+	for i, id := range round.Tokens {
+		seq.fed = append(seq.fed, fed)
+		p := pick{id: id}
+		if r.logprobs && !s.tok.IsEOG(id) {
+			if p.lp, p.lpErr = r.sampler.Logprobs(round.Logits[i], id, r.topLogprobs); p.lpErr != nil {
+				p.lpErr = fmt.Errorf("server: logprobs: %w", p.lpErr)
+			}
+		}
+		s.onPick(seq, p)
+		if seq.sess == nil {
+			return // finished: release cut the cache back to what it fed
+		}
+		fed = id
 	}
 }
 

@@ -66,6 +66,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// Stepper runs the decode steps; nil means BatchStepper.
 	Stepper Stepper
+	// SpecDraft turns on speculative decoding with the model's MTP block
+	// (the Model must be loaded with model.Options.MTP): a sequence drafts
+	// up to SpecDraft tokens per step and the trunk checks them in one
+	// pass. A request lowers it with speculative.n_max (0: off), and
+	// speculation is off for a request whose penalties are on.
+	SpecDraft int
 }
 
 // Server is the HTTP API. Create it with New, serve it with net/http (it is
@@ -124,9 +130,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Stepper == nil {
 		cfg.Stepper = &BatchStepper{}
 	}
+	switch {
+	case cfg.SpecDraft < 0:
+		return nil, fmt.Errorf("server: negative SpecDraft %d", cfg.SpecDraft)
+	case cfg.SpecDraft > 0 && !cfg.Model.HasMTP():
+		return nil, errors.New("server: SpecDraft needs the model's MTP block: load it with model.Options.MTP")
+	}
 	// Allocate one slot now, so that a context too large for memory fails
 	// here rather than on the first request.
-	probe, err := cfg.Model.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize})
+	probe, err := cfg.Model.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize, MTP: cfg.SpecDraft > 0})
 	if err != nil {
 		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
 	}
@@ -135,6 +147,7 @@ func New(cfg Config) (*Server, error) {
 		s.markers = markupMarkers(cfg.Tokenizer)
 	}
 	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
+	s.sched.mtp = cfg.SpecDraft > 0
 	s.sched.pool = append(s.sched.pool, slot{sess: probe})
 	s.sched.nSess = 1
 	s.sched.publishSlots() // before the loop runs, which owns the slots from then on

@@ -220,7 +220,7 @@ func TestByteTokensUTF8(t *testing.T) {
 			if e != nil {
 				t.Fatal(e)
 			}
-			req, e := ts.s.start(context.Background(), ts.tok.Encode("Hi", true, true), smp, 0, nil, false, 0, ts.s.markers, nil)
+			req, e := ts.s.start(context.Background(), ts.tok.Encode("Hi", true, true), smp, 0, nil, false, 0, ts.s.markers, extras{})
 			if e != nil {
 				t.Fatal(e)
 			}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/backend/cpu"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
@@ -37,34 +38,45 @@ context instead (prefilled once, not timed, and kept: each repetition cuts
 the cache back to them), as "pp512 @ d8192". Prints a table, or with --json
 one JSON object.
 
+With --spec-mtp K[,K...] it also measures speculative decoding with the
+model's MTP block: the time of one verification pass of K+1 tokens against
+one decode step (on any model: the ceiling of the gain for an acceptance),
+and, on a model with an MTP block, -n tokens generated through the library
+from a chat prompt (--spec-prompt), without speculation and with each K:
+tokens per second, the share of drafts accepted and the drafts kept per
+pass.
+
 flags:
 `
 
 // benchResult is what bench prints with --json.
 type benchResult struct {
-	Model         string    `json:"model"`
-	ModelBytes    int64     `json:"model_bytes"`
-	Backend       string    `json:"backend"`
-	Path          string    `json:"path"` // "fast", "fast-invariant" (--batch-invariant) or "exact"
-	Threads       int       `json:"threads"`
-	TP            int       `json:"tp"`
-	Reps          int       `json:"reps"`
-	NPrompt       int       `json:"n_prompt"`
-	NGen          int       `json:"n_gen"`
-	NDepth        int       `json:"n_depth"` // tokens in the context before each test
-	PPTokensPerS  float64   `json:"pp_tokens_per_s"`
-	PPStddev      float64   `json:"pp_stddev"`
-	TGTokensPerS  float64   `json:"tg_tokens_per_s"`
-	TGStddev      float64   `json:"tg_stddev"`
-	PPPerCPUSec   float64   `json:"pp_tokens_per_cpu_s"` // tokens per second of process CPU time
-	TGPerCPUSec   float64   `json:"tg_tokens_per_cpu_s"`
-	LoadAverage   float64   `json:"load_average"` // 1-minute load average at the end (other processes)
-	PPSamples     []float64 `json:"pp_samples"`
-	TGSamples     []float64 `json:"tg_samples"`
-	PeakRSSBytes  int64     `json:"peak_rss_bytes"`
-	LoadSeconds   float64   `json:"load_seconds"`
-	GOMAXPROCS    int       `json:"gomaxprocs"`
-	PhysicalCores int       `json:"default_threads"`
+	Model         string       `json:"model"`
+	ModelBytes    int64        `json:"model_bytes"`
+	Backend       string       `json:"backend"`
+	Path          string       `json:"path"` // "fast", "fast-invariant" (--batch-invariant) or "exact"
+	Threads       int          `json:"threads"`
+	TP            int          `json:"tp"`
+	Reps          int          `json:"reps"`
+	NPrompt       int          `json:"n_prompt"`
+	NGen          int          `json:"n_gen"`
+	NDepth        int          `json:"n_depth"` // tokens in the context before each test
+	SpecK         []int        `json:"spec_k,omitempty"`
+	SpecVerify    []float64    `json:"spec_verify_per_step,omitempty"` // pass of K+1 tokens / one decode step
+	SpecGen       []specResult `json:"spec_generate,omitempty"`
+	PPTokensPerS  float64      `json:"pp_tokens_per_s"`
+	PPStddev      float64      `json:"pp_stddev"`
+	TGTokensPerS  float64      `json:"tg_tokens_per_s"`
+	TGStddev      float64      `json:"tg_stddev"`
+	PPPerCPUSec   float64      `json:"pp_tokens_per_cpu_s"` // tokens per second of process CPU time
+	TGPerCPUSec   float64      `json:"tg_tokens_per_cpu_s"`
+	LoadAverage   float64      `json:"load_average"` // 1-minute load average at the end (other processes)
+	PPSamples     []float64    `json:"pp_samples"`
+	TGSamples     []float64    `json:"tg_samples"`
+	PeakRSSBytes  int64        `json:"peak_rss_bytes"`
+	LoadSeconds   float64      `json:"load_seconds"`
+	GOMAXPROCS    int          `json:"gomaxprocs"`
+	PhysicalCores int          `json:"default_threads"`
 }
 
 // benchFlags are the values of bench's flags that check validates.
@@ -114,6 +126,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	force := fs.Bool("force", false, forceUsage)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
+	specList := fs.String("spec-mtp", "", "also measure speculative decoding with the MTP block, drafting `K[,K...]` tokens")
+	specPrompt := fs.String("spec-prompt", specBenchPrompt, "the user `message` --spec-mtp generates a reply to (chat template, thinking on)")
+	specTemp := fs.Float64("temp", 0, "sampling `temperature` of the --spec-mtp generations (0: greedy)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to `FILE` (go tool pprof)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -126,6 +141,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printWarnings(stderr, "bench", warnings)
+	ks, err := parseDraftList(*specList)
+	if err != nil {
+		return err
+	}
+	if !(*specTemp >= 0 && *specTemp < 100) {
+		return usageErr("--temp %g: want a number >= 0 (0: greedy)", *specTemp)
+	}
 	path, err := modelPath(*modelFlag)
 	if err != nil {
 		return err
@@ -170,7 +192,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		res.ModelBytes += int64(len(t.Data))
 	}
 	c := m.Config()
-	s, err := m.NewSession(model.SessionOptions{ContextSize: max(*depth+*nPrompt+*nGen, 1)})
+	ctxSize := max(*depth+*nPrompt+*nGen, 1)
+	for _, k := range ks {
+		ctxSize = max(ctxSize, *depth+k+1, *depth+16)
+	}
+	s, err := m.NewSession(model.SessionOptions{ContextSize: ctxSize})
 	if err != nil {
 		return err
 	}
@@ -259,6 +285,33 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if tgCPU > 0 {
 		res.TGPerCPUSec = float64(*reps**nGen) / tgCPU
+	}
+	if len(ks) > 0 {
+		res.SpecK = ks
+		ratios, stepMS, err := verifyCost(s, *depth, ks, *reps, random, logits)
+		if err != nil {
+			return err
+		}
+		res.SpecVerify = ratios
+		if c.NextN > 0 {
+			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Exact: *exact,
+				BatchInvariant: *invariant, AllowUnknownKeys: *force}
+			if *tp == 1 {
+				lopts.TensorParallel = 0
+			}
+			for _, k := range append([]int{0}, ks...) {
+				g, err := specGenerate(path, lopts, k, *specPrompt, *nGen, *reps, *specTemp)
+				if err != nil {
+					return err
+				}
+				res.SpecGen = append(res.SpecGen, g)
+			}
+		}
+		defer func() {
+			if !*asJSON {
+				printSpec(stdout, ks, ratios, stepMS, res.SpecGen, *specTemp)
+			}
+		}()
 	}
 	res.LoadAverage = loadAverage()
 	if *asJSON {

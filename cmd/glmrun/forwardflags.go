@@ -10,6 +10,14 @@ import (
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
+// specMTPUsage is the help of --spec-mtp, shared by the commands that
+// generate.
+const specMTPUsage = "speculative decoding with the model's MTP block: draft `K` tokens per step, checked by the model in one pass (0: off; greedy output is unchanged, sampled output keeps its distribution)"
+
+// maxSpecDraft bounds --spec-mtp: beyond a few tokens a chained draft is
+// almost never accepted, and a verification pass grows with K.
+const maxSpecDraft = 16
+
 // batchInvariantUsage is the help of --batch-invariant, which every command
 // that loads a model with the fast products has.
 const batchInvariantUsage = "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens"

@@ -27,6 +27,7 @@ const defaultMaxTokens = 128
 // genFlags are the flags shared by generation and chat: model, runtime
 // and sampling.
 type genFlags struct {
+	specMTP      int
 	model        string
 	threads      int
 	ctxSize      int
@@ -87,6 +88,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
 	fs.BoolVar(&g.invariant, "batch-invariant", false, batchInvariantUsage)
 	fs.BoolVar(&g.force, "force", false, forceUsage)
+	fs.IntVar(&g.specMTP, "spec-mtp", 0, specMTPUsage)
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
 }
 
@@ -119,6 +121,8 @@ func (g *genFlags) check() (warnings []string, err error) {
 		return nil, usageErr("--tp %d: want >= 1", g.tp)
 	case g.n < -1:
 		return nil, usageErr("-n %d: want >= 0, or -1 for no limit", g.n)
+	case g.specMTP < 0 || g.specMTP > maxSpecDraft:
+		return nil, usageErr("--spec-mtp %d: want 0 (off) to %d drafted tokens", g.specMTP, maxSpecDraft)
 	case !finite32(g.temp) || temp < 0:
 		return nil, usageErr("--temp %g: want a number >= 0 (0: greedy)", g.temp)
 	case g.topK < -1:
@@ -238,7 +242,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		return nil, nil, err
 	}
 	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant,
-		AllowUnknownKeys: g.force}
+		AllowUnknownKeys: g.force, SpecDraft: g.specMTP}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
 	}
@@ -423,6 +427,10 @@ func printTimings(w io.Writer, m *glmrun.Model, st glmrun.Stats, total time.Dura
 	fmt.Fprintf(w, "glmrun: prompt eval time = %10.2f ms / %5d tokens%s\n", ms(st.PromptTime), st.PromptTokens, rate(st.PromptTokens, st.PromptTime))
 	fmt.Fprintf(w, "glmrun:        eval time = %10.2f ms / %5d runs  %s\n", ms(st.EvalTime), st.EvalTokens, rate(st.EvalTokens, st.EvalTime))
 	fmt.Fprintf(w, "glmrun:       total time = %10.2f ms / %5d tokens\n", ms(total+m.LoadTime()), st.PromptTokens+st.Generated)
+	if st.Drafted > 0 {
+		fmt.Fprintf(w, "glmrun: speculative: %d of %d drafted tokens accepted (%.1f%%)\n", st.Accepted, st.Drafted,
+			100*float64(st.Accepted)/float64(st.Drafted))
+	}
 	if st.Stop != glmrun.StopNone {
 		fmt.Fprintf(w, "glmrun: stopped: %s after %d tokens\n", stopWords[st.Stop], st.Generated)
 	}

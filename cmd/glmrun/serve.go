@@ -58,6 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	force := fs.Bool("force", false, forceUsage)
+	specMTP := fs.Int("spec-mtp", 0, specMTPUsage+"; a request lowers it with speculative.n_max")
 	special := fs.Bool("special", false, "show control tokens (<|assistant|>, <think>, <tool_call>, ...) in replies as their text")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
@@ -77,6 +78,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		return err
 	}
 	printWarnings(stderr, "serve", warnings)
+	if *specMTP < 0 || *specMTP > maxSpecDraft {
+		return usageErr("--spec-mtp %d: want 0 (off) to %d drafted tokens", *specMTP, maxSpecDraft)
+	}
 	if apiKey == "" {
 		apiKey = os.Getenv("GLMRUN_API_KEY")
 	}
@@ -103,7 +107,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		fmt.Fprintf(stderr, "glmrun serve: %s has no chat template; using the built-in GLM-5 format\n", path)
 	}
 	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend, Fast: !*exact,
-		BatchInvariant: *invariant, AllowUnknownKeys: *force})
+		BatchInvariant: *invariant, AllowUnknownKeys: *force, MTP: *specMTP > 0})
 	if err != nil {
 		return err
 	}
@@ -112,6 +116,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
 		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special, ModelPath: path,
+		SpecDraft: *specMTP,
 	})
 	if err != nil {
 		return err

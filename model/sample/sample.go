@@ -105,6 +105,8 @@ type Sampler struct {
 	top    []TokenLogprob
 	exps   []float64            // top-p: exp(logit - max) per token
 	mass   [topPBuckets]float64 // top-p: probability mass per bucket
+	// Verify's dense distributions of target and draft.
+	pTarget, pDraft []float64
 }
 
 // New returns a Sampler for opts.
