@@ -12,7 +12,6 @@ import (
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model/sample"
-	"github.com/glmrun/glmrun/tensor"
 )
 
 // mtpRef is tools/train/mtp_ref.py's output: PyTorch's trunk and MTP logits
@@ -362,28 +361,13 @@ func TestDecodeBatchRows(t *testing.T) {
 // model's embedding and norms): its tokens are plain greedy decoding's,
 // with batch-invariant products, at every draft length.
 func TestSpeculateDeepseek2(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	eh := make([]float32, 512*256)
+	for i := range eh {
+		eh[i] = float32(r.NormFloat64() * 0.05)
+	}
 	path := rewrite(t, modelPath(t, "ds2-mini.Q8_0"), func(f *gguf.File, w *gguf.Writer) error {
-		w.SetKV("deepseek2.block_count", gguf.Uint32(4))
-		w.SetKV("deepseek2.nextn_predict_layers", gguf.Uint32(1))
-		for _, ti := range f.Tensors {
-			if rest, ok := strings.CutPrefix(ti.Name, "blk.2."); ok {
-				if err := w.AddTensor("blk.3."+rest, ti.Type, ti.Dims, ti.Data); err != nil {
-					return err
-				}
-			}
-		}
-		norm, _ := f.Tensor("output_norm.weight")
-		for _, n := range []string{"enorm", "hnorm", "shared_head_norm"} {
-			if err := w.AddTensor("blk.3.nextn."+n+".weight", norm.Type, norm.Dims, norm.Data); err != nil {
-				return err
-			}
-		}
-		r := rand.New(rand.NewPCG(7, 7))
-		eh := make([]float32, 512*256)
-		for i := range eh {
-			eh[i] = float32(r.NormFloat64() * 0.05)
-		}
-		return w.AddTensor("blk.3.nextn.eh_proj.weight", tensor.F32, []int64{512, 256}, f32Bytes(eh))
+		return addNextN(f, w, "deepseek2", 3, false, eh)
 	})
 	m, err := Load(path, Options{MTP: true, Fast: true, BatchInvariant: true})
 	if err != nil {

@@ -67,27 +67,7 @@ func TestNextNSkipped(t *testing.T) {
 	want := prefill(t, plain, p2(t))
 	built := func(t *testing.T) *Model {
 		path := rewrite(t, modelPath(t, "glm5-mini.Q8_0"), func(f *gguf.File, w *gguf.Writer) error {
-			w.SetKV("glm-dsa.block_count", gguf.Uint32(4))
-			w.SetKV("glm-dsa.nextn_predict_layers", gguf.Uint32(1))
-			for _, ti := range f.Tensors {
-				if rest, ok := strings.CutPrefix(ti.Name, "blk.2."); ok {
-					if err := w.AddTensor("blk.3."+rest, ti.Type, ti.Dims, ti.Data); err != nil {
-						return err
-					}
-				}
-			}
-			embd, _ := f.Tensor("token_embd.weight")
-			norm, _ := f.Tensor("output_norm.weight")
-			eh := make([]float32, 512*256)
-			for _, x := range []struct {
-				name string
-				ti   *gguf.TensorInfo
-			}{{"embed_tokens", embd}, {"shared_head_head", embd}, {"enorm", norm}, {"hnorm", norm}, {"shared_head_norm", norm}} {
-				if err := w.AddTensor("blk.3.nextn."+x.name+".weight", x.ti.Type, x.ti.Dims, x.ti.Data); err != nil {
-					return err
-				}
-			}
-			return w.AddTensor("blk.3.nextn.eh_proj.weight", tensor.F32, []int64{512, 256}, f32Bytes(eh))
+			return addNextN(f, w, "glm-dsa", 3, true, make([]float32, 512*256))
 		})
 		m, err := Load(path, Options{})
 		if err != nil {
@@ -124,6 +104,38 @@ func TestNextNSkipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// addNextN turns a model of blocks blocks into one with an MTP block after
+// them: a copy of the last block plus the nextn tensors, with the model's
+// output norm as all three norms, eh_proj (F32 [2E, E], E = 256) and, when
+// withEmbd, the token embedding as nextn.embed_tokens and shared_head_head.
+func addNextN(f *gguf.File, w *gguf.Writer, arch string, blocks int, withEmbd bool, eh []float32) error {
+	w.SetKV(arch+".block_count", gguf.Uint32(uint32(blocks+1)))
+	w.SetKV(arch+".nextn_predict_layers", gguf.Uint32(1))
+	last, mtp := fmt.Sprintf("blk.%d.", blocks-1), fmt.Sprintf("blk.%d.", blocks)
+	for _, ti := range f.Tensors {
+		if rest, ok := strings.CutPrefix(ti.Name, last); ok {
+			if err := w.AddTensor(mtp+rest, ti.Type, ti.Dims, ti.Data); err != nil {
+				return err
+			}
+		}
+	}
+	extra := map[string]string{"enorm": "output_norm", "hnorm": "output_norm", "shared_head_norm": "output_norm"}
+	if withEmbd {
+		extra["embed_tokens"], extra["shared_head_head"] = "token_embd", "token_embd"
+	}
+	for _, n := range []string{"embed_tokens", "shared_head_head", "enorm", "hnorm", "shared_head_norm"} {
+		src, ok := extra[n]
+		if !ok {
+			continue
+		}
+		ti, _ := f.Tensor(src + ".weight")
+		if err := w.AddTensor(mtp+"nextn."+n+".weight", ti.Type, ti.Dims, ti.Data); err != nil {
+			return err
+		}
+	}
+	return w.AddTensor(mtp+"nextn.eh_proj.weight", tensor.F32, []int64{512, 256}, f32Bytes(eh))
 }
 
 // rewrite copies the model at src with edit applied to a Writer and
