@@ -35,12 +35,12 @@ type Stepper interface {
 // RowStepper is a Stepper that also runs several tokens for a session in
 // one step: the pending token and the drafts of a sequence that speculates
 // (Config.SpecDraft), checked in the same batched pass as the other
-// sequences' tokens. logits[i] holds the rows of sessions[i]'s tokens, one
-// after another. Without it, each speculating sequence checks its drafts
+// sequences' tokens. logits[i] holds the logits after each of
+// sessions[i]'s tokens. Without it, each speculating sequence checks its drafts
 // in a pass of its own.
 type RowStepper interface {
 	Stepper
-	StepRows(sessions []*model.Session, tokens [][]int32) (logits [][]float32, errs []error)
+	StepRows(sessions []*model.Session, tokens [][]int32) (logits [][][]float32, errs []error)
 }
 
 // SequentialStepper decodes the sessions one after the other with
@@ -100,26 +100,23 @@ func (b *BatchStepper) Step(sessions []*model.Session, tokens []int32) ([][]floa
 }
 
 // StepRows implements RowStepper with model.DecodeBatchRows.
-func (b *BatchStepper) StepRows(sessions []*model.Session, tokens [][]int32) ([][]float32, []error) {
+func (b *BatchStepper) StepRows(sessions []*model.Session, tokens [][]int32) ([][][]float32, []error) {
 	rows, err := model.DecodeBatchRows(sessions, tokens)
 	if err != nil {
 		// Find which sequences fail by running them one by one.
-		logits := make([][]float32, len(sessions))
+		logits := make([][][]float32, len(sessions))
 		errs := make([]error, len(sessions))
 		for i, s := range sessions {
-			r, err := s.DecodeTokens(tokens[i])
-			if err != nil {
+			if logits[i], err = s.DecodeTokens(tokens[i]); err != nil {
 				errs[i] = err
-				continue
 			}
-			logits[i] = joinRows(r)
 		}
 		return logits, errs
 	}
-	out := make([][]float32, len(sessions))
+	out := make([][][]float32, len(sessions))
 	k := 0
 	for i := range sessions {
-		out[i] = joinRows(rows[k : k+len(tokens[i])])
+		out[i] = rows[k : k+len(tokens[i])]
 		k += len(tokens[i])
 	}
 	return out, nil
@@ -623,7 +620,7 @@ func (s *scheduler) decode() {
 		return
 	}
 	start := time.Now()
-	var logits [][]float32 // per sequence: the rows of its tokens, one after another
+	var logits [][][]float32 // per sequence: the logits after each of its tokens
 	var errs []error
 	if speculating {
 		logits, errs = s.stepRows(sessions, rows)
@@ -632,7 +629,12 @@ func (s *scheduler) decode() {
 		for i, r := range rows {
 			tokens[i] = r[0]
 		}
-		logits, errs = s.stepper.Step(sessions, tokens)
+		var one [][]float32
+		one, errs = s.stepper.Step(sessions, tokens)
+		logits = make([][][]float32, len(one))
+		for i, l := range one {
+			logits[i] = [][]float32{l}
+		}
 	}
 	n := 0
 	for _, r := range rows {
@@ -647,7 +649,7 @@ func (s *scheduler) decode() {
 	picks := make([]pick, len(seqs))
 	forEach(len(seqs), func(i int) {
 		if (errs == nil || errs[i] == nil) && len(rows[i]) == 1 {
-			picks[i] = s.pickToken(seqs[i], logits[i])
+			picks[i] = s.pickToken(seqs[i], logits[i][0])
 		}
 	})
 	for i, seq := range seqs {
@@ -656,7 +658,7 @@ func (s *scheduler) decode() {
 			continue
 		}
 		if len(rows[i]) > 1 {
-			s.acceptDrafts(seq, splitRows(logits[i], len(rows[i])))
+			s.acceptDrafts(seq, logits[i])
 			continue
 		}
 		seq.fed = append(seq.fed, rows[i][0])
@@ -667,12 +669,12 @@ func (s *scheduler) decode() {
 // stepRows runs a step in which some sequences feed several tokens: in
 // one batched pass when the Stepper is a RowStepper, else each
 // speculating sequence alone (model.Session.DecodeTokens) and the others
-// in one Step. logits[i] holds the rows of sequence i, one after another.
-func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][]float32, []error) {
+// in one Step. logits[i] holds the logits after each token of sequence i.
+func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][][]float32, []error) {
 	if rs, ok := s.stepper.(RowStepper); ok {
 		return rs.StepRows(sessions, rows)
 	}
-	logits := make([][]float32, len(sessions))
+	logits := make([][][]float32, len(sessions))
 	var errs []error
 	fail := func(i int, err error) {
 		if errs == nil {
@@ -693,7 +695,7 @@ func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][]flo
 			fail(i, err)
 			continue
 		}
-		logits[i] = joinRows(r)
+		logits[i] = r
 	}
 	if len(one) > 0 {
 		l, e := s.stepper.Step(one, oneTok)
@@ -702,29 +704,10 @@ func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][]flo
 				fail(i, e[j])
 				continue
 			}
-			logits[i] = l[j]
+			logits[i] = [][]float32{l[j]}
 		}
 	}
 	return logits, errs
-}
-
-// joinRows copies rows of logits into one slice.
-func joinRows(rows [][]float32) []float32 {
-	var out []float32
-	for _, r := range rows {
-		out = append(out, r...)
-	}
-	return out
-}
-
-// splitRows views n equal rows of logits.
-func splitRows(logits []float32, n int) [][]float32 {
-	V := len(logits) / n
-	rows := make([][]float32, n)
-	for i := range rows {
-		rows[i] = logits[i*V : (i+1)*V : (i+1)*V]
-	}
-	return rows
 }
 
 // draftLen is how many tokens seq's MTP block drafts this step: its
