@@ -35,6 +35,7 @@ type chatRequest struct {
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"` // llama-server / vLLM extension
 	ReasoningEffort     *string                    `json:"reasoning_effort"`
 	ResponseFormat      *responseFormat            `json:"response_format"`
+	Grammar             *string                    `json:"grammar"`           // llama-server extension: GBNF the reply must match
 	CachePrompt         *bool                      `json:"cache_prompt"`      // llama-server extension: reuse a slot's cached prefix (default true)
 	SpecMax             *int                       `json:"speculative.n_max"` // llama-server extension: most drafted tokens per step (0: off)
 }
@@ -61,14 +62,12 @@ type completionRequest struct {
 	StreamOptions    *streamOptions     `json:"stream_options"`
 	CachePrompt      *bool              `json:"cache_prompt"`
 	SpecMax          *int               `json:"speculative.n_max"`
+	ResponseFormat   *responseFormat    `json:"response_format"`
+	Grammar          *string            `json:"grammar"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
-}
-
-type responseFormat struct {
-	Type string `json:"type"`
 }
 
 // chatMessage is a message as OpenAI clients send it: content is a string,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/glmrun/glmrun/model/grammar"
 	"net/http"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, extras{req.CachePrompt, req.SpecMax})
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, extras{cachePrompt: req.CachePrompt, specMax: req.SpecMax, grammar: prep.grammar, thinking: prep.thinking})
 	if e != nil {
 		writeError(w, e)
 		return
@@ -205,6 +206,8 @@ type chatPrep struct {
 	// tool_choice forces a tool call: "<tool_call>" and the function's
 	// name if it names one. The reply parser reads it first.
 	forced string
+	// grammar constrains the reply's content (response_format, grammar).
+	grammar *grammar.Grammar
 }
 
 // prepareChat checks req's parameters, renders and tokenizes the prompt.
@@ -221,10 +224,11 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if req.StreamOptions != nil && !req.Stream {
 		return nil, invalid("stream_options", "stream_options is only allowed with stream: true")
 	}
-	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
-		return nil, invalid("response_format", "response_format %q is not supported (only \"text\")", req.ResponseFormat.Type)
+	g, e := compileConstraint(req.ResponseFormat, req.Grammar)
+	if e != nil {
+		return nil, e
 	}
-	p := &chatPrep{}
+	p := &chatPrep{grammar: g}
 	maxTok := req.MaxTokens
 	param := "max_tokens"
 	if req.MaxCompletionTokens != nil {
@@ -270,6 +274,9 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 		return nil, e
 	}
 	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
+	if p.grammar != nil && p.forced != "" {
+		return nil, invalid("tool_choice", "tool_choice forces a tool call, which response_format or grammar would not let through")
+	}
 	return p, nil
 }
 

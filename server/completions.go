@@ -78,10 +78,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, e)
 		return
 	}
+	g, e := compileConstraint(req.ResponseFormat, req.Grammar)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
 
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel()
-	r, e := s.start(ctx, prompt, smp, maxTokens, req.Stop, logprobs, top, nil, extras{req.CachePrompt, req.SpecMax})
+	r, e := s.start(ctx, prompt, smp, maxTokens, req.Stop, logprobs, top, nil, extras{cachePrompt: req.CachePrompt, specMax: req.SpecMax, grammar: g})
 	if e != nil {
 		writeError(w, e)
 		return

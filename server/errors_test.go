@@ -74,7 +74,7 @@ func TestErrors(t *testing.T) {
 		{"tool_choice", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "tool_choice": "always"}`, 400, "tool_choice", "invalid_value"},
 		{"enable_thinking", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"enable_thinking": "no"}}`, 400, "chat_template_kwargs.enable_thinking", "invalid_value"},
 		{"stream_options without stream", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "stream_options": {"include_usage": true}}`, 400, "stream_options", "invalid_value"},
-		{"response_format", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}`, 400, "response_format", "invalid_value"},
+		{"response_format", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema"}}`, 400, "response_format.json_schema.schema", "invalid_value"},
 		{"prompt missing", "/v1/completions", `{"max_tokens": 3}`, 400, "prompt", "invalid_value"},
 		{"prompt token", "/v1/completions", `{"prompt": [1, 2, 99999]}`, 400, "prompt", "invalid_value"},
 		{"prompt batch", "/v1/completions", `{"prompt": ["a", "b"]}`, 400, "prompt", "invalid_value"},

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/glmrun/glmrun/model/grammar"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -143,6 +144,8 @@ func (s *Server) checkPromptLen(param string, n int) *apiError {
 type extras struct {
 	cachePrompt *bool // cache_prompt (nil: on)
 	specMax     *int  // speculative.n_max (nil: the server's SpecDraft)
+	grammar     *grammar.Grammar
+	thinking    bool // the prompt opened a reasoning block (the grammar waits for its end)
 }
 
 // start queues a generation and returns it, or a 503 when the queue is full
@@ -161,6 +164,11 @@ func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler,
 		}
 		r.specMax = min(*x.specMax, s.cfg.SpecDraft)
 	}
+	c, e := s.newConstraint(x.grammar, x.thinking)
+	if e != nil {
+		return nil, e
+	}
+	r.constraint = c
 	if s.script != nil {
 		r.script = s.script(prompt)
 	}

@@ -144,7 +144,10 @@ type request struct {
 	// specMax is the most tokens the MTP block drafts per step for this
 	// request (Config.SpecDraft, lowered by speculative.n_max; 0: off).
 	specMax int
-	out     outbox
+	// constraint, when set, limits the reply to a grammar's sentences
+	// (response_format, grammar).
+	constraint *constraint
+	out        outbox
 	// unwatch stops the watch that takes the request out of the queue when
 	// its client goes away; the scheduler calls it on admitting the request.
 	unwatch func() bool
@@ -716,7 +719,7 @@ func (s *scheduler) stepRows(sessions []*model.Session, rows [][]int32) ([][][]f
 // MTP block must run tokens again first.
 func (s *scheduler) draftLen(seq *sequence) int {
 	r := seq.req
-	if r.specMax == 0 || len(r.script) > 0 || r.sampler.Penalties() {
+	if r.specMax == 0 || len(r.script) > 0 || r.sampler.Penalties() || r.constraint != nil {
 		return 0
 	}
 	k := r.specMax
@@ -778,9 +781,17 @@ func (s *scheduler) pickToken(seq *sequence, logits []float32) pick {
 	var p pick
 	if seq.generated < len(r.script) {
 		p.id = r.script[seq.generated]
-	} else if p.id, p.sampleErr = r.sampler.Sample(logits); p.sampleErr != nil {
-		p.sampleErr = fmt.Errorf("server: sampling: %w", p.sampleErr)
-		return p
+	} else {
+		if r.constraint.active() {
+			if err := r.constraint.m.Apply(logits); err != nil {
+				p.sampleErr = fmt.Errorf("server: grammar: %w", err)
+				return p
+			}
+		}
+		if p.id, p.sampleErr = r.sampler.Sample(logits); p.sampleErr != nil {
+			p.sampleErr = fmt.Errorf("server: sampling: %w", p.sampleErr)
+			return p
+		}
 	}
 	if r.logprobs && !s.tok.IsEOG(p.id) {
 		if p.lp, p.lpErr = r.sampler.Logprobs(logits, p.id, r.topLogprobs); p.lpErr != nil {
@@ -827,6 +838,10 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 	}
 	id := p.id
 	r.sampler.Accept(id)
+	if err := r.constraint.accept(id); err != nil {
+		s.fail(seq, fmt.Errorf("server: grammar: %w", err))
+		return
+	}
 	seq.generated++
 	s.metrics.genTokens.Add(1)
 	if s.tok.IsEOG(id) {
@@ -865,6 +880,10 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 	if i, st := firstStop(seq.held, r.stop); i >= 0 {
 		seq.held = seq.held[:i]
 		s.finish(seq, "stop", st)
+		return
+	}
+	if r.constraint.active() && r.constraint.m.Finished() {
+		s.finish(seq, "stop", "")
 		return
 	}
 	// The context holds the prompt and the whole reply.

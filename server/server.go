@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/glmrun/glmrun/model/grammar"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glmrun/glmrun/model"
@@ -84,6 +86,10 @@ type Server struct {
 	created int64
 	ctxSize int
 	markers map[int32]byte // chat requests' markup control tokens; nil with Config.Special
+
+	vocabOnce sync.Once // builds vocab, the grammar matcher's index of the tokenizer
+	vocab     *grammar.Vocab
+	vocabErr  error
 
 	// script, when set (tests only), gives the tokens a request emits
 	// instead of sampled ones, from its prompt.
