@@ -76,8 +76,9 @@ type anthropicTool struct {
 }
 
 type anthropicChoice struct {
-	Type string `json:"type"` // auto, any, tool, none
-	Name string `json:"name"` // type tool
+	Type                   string `json:"type"` // auto, any, tool, none
+	Name                   string `json:"name"` // type tool
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
 type anthropicThinking struct {
@@ -271,7 +272,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.StopSequences, false, 0, s.markers, extras{})
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.StopSequences, false, 0, s.markers, extras{oneCall: prep.oneCall})
 	if e != nil {
 		writeAnthropicError(w, e)
 		return
@@ -419,6 +420,7 @@ func (s *Server) prepareMessages(req *messagesRequest, generate bool) (*chatPrep
 			"prompt and reply together; shorten the conversation or raise --ctx-size)", n, s.ctxSize-1, s.ctxSize)
 	}
 	p.sampler, p.maxTokens = smp, *req.MaxTokens
+	p.oneCall = req.ToolChoice != nil && req.ToolChoice.DisableParallelToolUse && len(turn.tools) > 0
 	return p, nil
 }
 

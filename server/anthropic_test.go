@@ -960,3 +960,24 @@ func TestBlockBuilder(t *testing.T) {
 		})
 	}
 }
+
+// TestMessagesOneToolUse: disable_parallel_tool_use ends the reply with its
+// first tool_use block.
+func TestMessagesOneToolUse(t *testing.T) {
+	script := "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Oslo</arg_value></tool_call>\n" +
+		"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Rome</arg_value></tool_call>"
+	ts := newTestServer(t, nil, scriptFor(testModel(t).tok, script, "<|observation|>"))
+	for _, disable := range []bool{false, true} {
+		p := userParams("Weather in Oslo and Rome?")
+		p.Tools = []anthropic.ToolUnionParam{anthropicWeatherTool()}
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: anthropic.Bool(disable)}}
+		r := bothMessages(t, ts, p)
+		want := 2
+		if disable {
+			want = 1
+		}
+		if r.stopReason != "tool_use" || len(r.blocks) != want || r.blocks[0].input != `{"city":"Oslo"}` {
+			t.Fatalf("disable_parallel_tool_use %v: stop %q, blocks %+v", disable, r.stopReason, r.blocks)
+		}
+	}
+}

@@ -32,6 +32,7 @@ type chatRequest struct {
 	StreamOptions       *streamOptions             `json:"stream_options"`
 	Tools               []json.RawMessage          `json:"tools"`
 	ToolChoice          json.RawMessage            `json:"tool_choice"`
+	ParallelToolCalls   *bool                      `json:"parallel_tool_calls"`
 	ChatTemplateKwargs  map[string]json.RawMessage `json:"chat_template_kwargs"` // llama-server / vLLM extension
 	ReasoningEffort     *string                    `json:"reasoning_effort"`
 	ResponseFormat      *responseFormat            `json:"response_format"`

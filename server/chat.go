@@ -32,7 +32,7 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, extras{cachePrompt: req.CachePrompt, specMax: req.SpecMax, grammar: prep.grammar, thinking: prep.thinking})
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.Stop, prep.logprobs, prep.topLogprobs, s.markers, extras{cachePrompt: req.CachePrompt, specMax: req.SpecMax, grammar: prep.grammar, thinking: prep.thinking, oneCall: prep.oneCall})
 	if e != nil {
 		writeError(w, e)
 		return
@@ -208,6 +208,9 @@ type chatPrep struct {
 	forced string
 	// grammar constrains the reply's content (response_format, grammar).
 	grammar *grammar.Grammar
+	// oneCall ends the reply after its first tool call
+	// (parallel_tool_calls false, disable_parallel_tool_use).
+	oneCall bool
 }
 
 // prepareChat checks req's parameters, renders and tokenizes the prompt.
@@ -274,6 +277,7 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 		return nil, e
 	}
 	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
+	p.oneCall = req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(p.tools) > 0
 	if p.grammar != nil && p.forced != "" {
 		return nil, invalid("tool_choice", "tool_choice forces a tool call, which response_format or grammar would not let through")
 	}

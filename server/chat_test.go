@@ -566,3 +566,23 @@ func TestChatToolChoice(t *testing.T) {
 }
 
 const weatherToolJSON = `{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}`
+
+// TestChatOneToolCall: parallel_tool_calls false ends the reply with its
+// first call.
+func TestChatOneToolCall(t *testing.T) {
+	script := "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Oslo</arg_value></tool_call>\n" +
+		"<tool_call>get_weather<arg_key>city</arg_key><arg_value>Rome</arg_value></tool_call>"
+	ts := newTestServer(t, nil, scriptFor(testModel(t).tok, script, "<|observation|>"))
+	for _, parallel := range []bool{true, false} {
+		p := openai.ChatCompletionNewParams{Model: testModelID, Messages: userMsg("Weather in Oslo and Rome?"),
+			Tools: []openai.ChatCompletionToolUnionParam{weatherTool()}, ParallelToolCalls: openai.Bool(parallel)}
+		r := bothWays(t, ts, p)
+		want := 2
+		if !parallel {
+			want = 1
+		}
+		if len(r.calls) != want || r.finish != "tool_calls" || r.calls[0].args != `{"city":"Oslo"}` {
+			t.Fatalf("parallel_tool_calls %v: calls %+v, finish %q", parallel, r.calls, r.finish)
+		}
+	}
+}

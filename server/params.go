@@ -146,6 +146,7 @@ type extras struct {
 	specMax     *int  // speculative.n_max (nil: the server's SpecDraft)
 	grammar     *grammar.Grammar
 	thinking    bool // the prompt opened a reasoning block (the grammar waits for its end)
+	oneCall     bool // end the reply with its first tool call
 }
 
 // start queues a generation and returns it, or a 503 when the queue is full
@@ -169,6 +170,12 @@ func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler,
 		return nil, e
 	}
 	r.constraint = c
+	r.endAfter = -1
+	if x.oneCall {
+		if id, ok := s.cfg.Tokenizer.ID(tagToolCallEnd); ok {
+			r.endAfter = id
+		}
+	}
 	if s.script != nil {
 		r.script = s.script(prompt)
 	}

@@ -147,7 +147,10 @@ type request struct {
 	// constraint, when set, limits the reply to a grammar's sentences
 	// (response_format, grammar).
 	constraint *constraint
-	out        outbox
+	// endAfter, when not -1, is a token that ends the reply once emitted
+	// (</tool_call>, for one tool call at most).
+	endAfter int32
+	out      outbox
 	// unwatch stops the watch that takes the request out of the queue when
 	// its client goes away; the scheduler calls it on admitting the request.
 	unwatch func() bool
@@ -882,7 +885,7 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 		s.finish(seq, "stop", st)
 		return
 	}
-	if r.constraint.active() && r.constraint.m.Finished() {
+	if id == r.endAfter || r.constraint.active() && r.constraint.m.Finished() {
 		s.finish(seq, "stop", "")
 		return
 	}
