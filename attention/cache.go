@@ -206,3 +206,65 @@ func (c *LatentCache) Free() {
 		c.latPrefix[l], c.latRow[l], c.idxPrefix[l], c.idxRow[l] = nil, nil, nil, nil
 	}
 }
+
+// PositionValues returns the float32 values one position holds over all
+// layers: each layer's latent row and, where it has an indexer, its key.
+func (c *LatentCache) PositionValues() int { return int(c.BytesPerToken() / 4) }
+
+// Export copies positions [from, from+n) of every layer to dst (n ×
+// PositionValues() values), layer by layer: the n latent rows, then the n
+// indexer keys. It reads the device, so it belongs between steps, not in
+// one.
+func (c *LatentCache) Export(dst []float32, from, n int) error {
+	if err := c.span(len(dst), from, n); err != nil {
+		return err
+	}
+	off := 0
+	for l := range c.latent {
+		if err := c.room(l, from+n); err != nil {
+			return err
+		}
+		w := n * c.Width()
+		c.Dev.Read(dst[off:off+w], c.latentRows(l, from, n))
+		off += w
+		if d := c.indexDim[l]; d > 0 {
+			c.Dev.Read(dst[off:off+n*d], c.indexRows(l, from, n))
+			off += n * d
+		}
+	}
+	return nil
+}
+
+// Import writes rows made by Export (of a cache of the same shape) to
+// positions [from, from+n).
+func (c *LatentCache) Import(src []float32, from, n int) error {
+	if err := c.span(len(src), from, n); err != nil {
+		return err
+	}
+	off := 0
+	for l := range c.latent {
+		if err := c.room(l, from+n); err != nil {
+			return err
+		}
+		w := n * c.Width()
+		c.Dev.Write(c.latentRows(l, from, n), src[off:off+w])
+		off += w
+		if d := c.indexDim[l]; d > 0 {
+			c.Dev.Write(c.indexRows(l, from, n), src[off:off+n*d])
+			off += n * d
+		}
+	}
+	return nil
+}
+
+func (c *LatentCache) span(values, from, n int) error {
+	switch {
+	case from < 0 || n < 0:
+		return fmt.Errorf("attention: bad cache span [%d, %d+%d)", from, from, n)
+	case from+n > c.Size:
+		return fmt.Errorf("attention: %w: positions [%d, %d) of a cache of %d", ErrContextFull, from, from+n, c.Size)
+	case values != n*c.PositionValues():
+		return fmt.Errorf("attention: %d values for %d positions of %d", values, n, c.PositionValues())
+	}
+	return nil
+}

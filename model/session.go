@@ -304,3 +304,44 @@ func (s *Session) check(tokens []int32) error {
 	}
 	return nil
 }
+
+// CacheValues returns the float32 values ExportRows writes per position:
+// every layer's latent row and indexer key.
+func (s *Session) CacheValues() int { return s.shards[0].cache.PositionValues() }
+
+// ExportRows copies the cache rows of positions [from, from+n) (all layers,
+// indexer keys included) to dst, n × CacheValues() values: what ImportRows
+// restores in a session of the same model. The positions must be in the
+// sequence (from+n ≤ Pos()). A session with MTP cannot export: its block's
+// rows depend on the token after each position and on hidden states the
+// cache does not hold.
+func (s *Session) ExportRows(dst []float32, from, n int) error {
+	if s.mtp != nil {
+		return errors.New("model: a session with MTP cannot export its cache rows")
+	}
+	if from < 0 || n < 0 || from+n > s.pos {
+		return fmt.Errorf("model: export positions [%d, %d): the sequence has %d", from, from+n, s.pos)
+	}
+	return s.shards[0].cache.Export(dst, from, n)
+}
+
+// ImportRows writes rows made by ExportRows to positions [from, from+n) of
+// every device's cache and makes the sequence from+n tokens long: the
+// tokens those rows were computed from follow the first from tokens of
+// this sequence, which it must hold (from ≤ Pos()). Attention over
+// imported rows computes what it would over rows this session computed.
+func (s *Session) ImportRows(src []float32, from, n int) error {
+	if s.mtp != nil {
+		return errors.New("model: a session with MTP cannot import cache rows")
+	}
+	if from < 0 || from > s.pos {
+		return fmt.Errorf("model: import at position %d: the sequence has %d", from, s.pos)
+	}
+	for _, ss := range s.shards {
+		if err := ss.cache.Import(src, from, n); err != nil {
+			return fmt.Errorf("model: import positions [%d, %d): %w", from, from+n, err)
+		}
+	}
+	s.pos = from + n
+	return nil
+}
