@@ -26,7 +26,11 @@ type metrics struct {
 	// prefixQueries are the prompt tokens of admitted requests, prefixHits
 	// those of them found in a slot's KV cache.
 	prefixQueries, prefixHits atomic.Int64
-	queueDepth                atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
+	// prefixBytes are the bytes the prefix cache holds, prefixEvictions
+	// the blocks it dropped for room, prefixErrors the copies that failed.
+	prefixBytes                   atomic.Int64
+	prefixEvictions, prefixErrors atomic.Int64
+	queueDepth                    atomic.Int64 // requests waiting for a slot (waitQueue keeps it)
 	// drafted are the tokens the MTP block proposed, draftsKept those of
 	// them the trunk's check kept (speculative decoding).
 	drafted, draftsKept atomic.Int64
@@ -124,7 +128,10 @@ func (m *metrics) write(w io.Writer, parallel, queueCap int) error {
 	one("glmrun_sequences_canceled_total", "counter", "Requests dropped because their client went away, waiting for a slot or running.", m.canceled.Load())
 	one("glmrun_requests_rejected_total", "counter", "Requests refused because the queue was full.", m.rejected.Load())
 	one("glmrun_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the slots' KV caches.", m.prefixQueries.Load())
-	one("glmrun_prefix_cache_hits_total", "counter", "Prompt tokens found in a slot's KV cache and not run again.", m.prefixHits.Load())
+	one("glmrun_prefix_cache_hits_total", "counter", "Prompt tokens found in a slot's KV cache or the prefix cache and not run again.", m.prefixHits.Load())
+	one("glmrun_prefix_cache_bytes", "gauge", "Host bytes the prefix cache holds.", m.prefixBytes.Load())
+	one("glmrun_prefix_cache_evictions_total", "counter", "Prefix-cache blocks dropped to stay within the budget.", m.prefixEvictions.Load())
+	one("glmrun_prefix_cache_errors_total", "counter", "Prefix-cache copies that failed.", m.prefixErrors.Load())
 	one("glmrun_spec_draft_tokens_total", "counter", "Tokens drafted by the MTP block (speculative decoding).", m.drafted.Load())
 	one("glmrun_spec_draft_tokens_accepted_total", "counter", "Drafted tokens the model's check kept.", m.draftsKept.Load())
 	one("glmrun_queue_depth", "gauge", "Requests waiting for a slot.", m.queueDepth.Load())

@@ -317,6 +317,7 @@ type scheduler struct {
 	mtp      bool // sessions run the MTP block (Config.SpecDraft > 0)
 	stepper  Stepper
 	metrics  *metrics
+	pc       *prefixCache // nil: off
 
 	queue *waitQueue
 	quit  chan struct{}
@@ -478,6 +479,31 @@ func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, er
 			best, keep = i, n
 		}
 	}
+	if reuse && s.pc != nil {
+		if path := s.pc.lookup(prompt, len(prompt)-1); len(path)*s.pc.block > keep {
+			// The prefix cache holds more of the prompt than any free slot:
+			// restore it into the best slot (keeping what that slot shares
+			// up to a block boundary) or a new one.
+			var sess *model.Session
+			own := 0
+			if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
+				sess, own = s.pool[best].sess, keep
+				s.pool = append(s.pool[:best], s.pool[best+1:]...)
+			} else {
+				var err error
+				if sess, err = s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize}); err != nil {
+					return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
+				}
+				s.nSess++
+			}
+			if err := s.pc.restore(sess, path, own); err != nil {
+				sess.Reset()
+				s.pool = append(s.pool, slot{sess: sess})
+				return nil, 0, err
+			}
+			return sess, len(path) * s.pc.block, nil
+		}
+	}
 	if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
 		sl := s.pool[best]
 		s.pool = append(s.pool[:best], s.pool[best+1:]...)
@@ -522,6 +548,12 @@ func (s *scheduler) release(seq *sequence, ok bool) {
 	if err := seq.sess.Truncate(len(tokens)); err != nil {
 		seq.sess.Reset()
 		tokens = nil
+	}
+	if s.pc != nil && len(tokens) > 0 && seq.req.cachePrompt {
+		if err := s.pc.insert(tokens, seq.sess); err != nil {
+			// The rows stay in the slot; only the copy failed.
+			s.pc.m.prefixErrors.Add(1)
+		}
 	}
 	s.pool = append(s.pool, slot{sess: seq.sess, tokens: tokens})
 	seq.sess = nil

@@ -74,6 +74,16 @@ type Config struct {
 	// pass. A request lowers it with speculative.n_max (0: off), and
 	// speculation is off for a request whose penalties are on.
 	SpecDraft int
+	// PrefixCacheBytes is the host memory of the prefix cache, which keeps
+	// the KV cache rows (latents and indexer keys) of prompts that ran, in
+	// blocks of PrefixCacheBlock tokens, for any later request that starts
+	// with the same tokens, on any slot. 0 means a quarter of the memory
+	// available, at most 8 GiB; negative turns it off. It is off with
+	// SpecDraft: an MTP session's rows cannot be moved.
+	PrefixCacheBytes int64
+	// PrefixCacheBlock is the tokens per prefix-cache block; 0 means
+	// DefaultPrefixCacheBlock.
+	PrefixCacheBlock int
 }
 
 // Server is the HTTP API. Create it with New, serve it with net/http (it is
@@ -154,6 +164,19 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
 	s.sched.mtp = cfg.SpecDraft > 0
+	if cfg.PrefixCacheBlock < 0 {
+		return nil, fmt.Errorf("server: negative PrefixCacheBlock %d", cfg.PrefixCacheBlock)
+	}
+	if cfg.PrefixCacheBytes >= 0 && cfg.SpecDraft == 0 {
+		budget, block := cfg.PrefixCacheBytes, cfg.PrefixCacheBlock
+		if budget == 0 {
+			budget = defaultPrefixCacheBytes()
+		}
+		if block == 0 {
+			block = DefaultPrefixCacheBlock
+		}
+		s.sched.pc = newPrefixCache(block, probe.CacheValues(), budget, s.metrics)
+	}
 	s.sched.pool = append(s.sched.pool, slot{sess: probe})
 	s.sched.nSess = 1
 	s.sched.publishSlots() // before the loop runs, which owns the slots from then on
