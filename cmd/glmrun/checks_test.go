@@ -238,6 +238,7 @@ func TestFlagsCheckedBeforeLoad(t *testing.T) {
 		{append(gen, "--spec-mtp", "17"), "--spec-mtp 17"},
 		{[]string{"chat", "-m", missing, "--spec-mtp", "99"}, "--spec-mtp 99"},
 		{[]string{"serve", "-m", missing, "--spec-mtp", "-2"}, "--spec-mtp -2"},
+		{[]string{"serve", "-m", missing, "--cache-ram", "-5"}, "--cache-ram -5"},
 		{[]string{"bench", "-m", missing, "--spec-mtp", "1,x"}, `--spec-mtp "1,x"`},
 		{[]string{"bench", "-m", missing, "--spec-mtp", "0"}, `--spec-mtp "0"`},
 		{[]string{"bench", "-m", missing, "--temp", "-1"}, "--temp -1"},

@@ -59,6 +59,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	force := fs.Bool("force", false, forceUsage)
 	specMTP := fs.Int("spec-mtp", 0, specMTPUsage+"; a request lowers it with speculative.n_max")
+	cacheRAM := fs.Int64("cache-ram", -1, "host memory of the prefix cache in `MiB`: the KV rows of prompts that ran, reused by later requests that start with the same tokens (-1: a quarter of the available memory, at most 8192; 0: off)")
 	special := fs.Bool("special", false, "show control tokens (<|assistant|>, <think>, <tool_call>, ...) in replies as their text")
 	fs.IntVar(&threads, "threads", 0, "same as -t `N`")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish before they are cut (`duration`)")
@@ -80,6 +81,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	printWarnings(stderr, "serve", warnings)
 	if *specMTP < 0 || *specMTP > maxSpecDraft {
 		return usageErr("--spec-mtp %d: want 0 (off) to %d drafted tokens", *specMTP, maxSpecDraft)
+	}
+	if *cacheRAM < -1 || *cacheRAM > 1<<30 {
+		return usageErr("--cache-ram %d: want -1 (automatic), 0 (off) or MiB", *cacheRAM)
+	}
+	prefixBytes := *cacheRAM << 20 // -1: automatic (0 in server.Config)
+	switch *cacheRAM {
+	case -1:
+		prefixBytes = 0
+	case 0:
+		prefixBytes = -1
 	}
 	if apiKey == "" {
 		apiKey = os.Getenv("GLMRUN_API_KEY")
@@ -116,7 +127,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	srv, err := server.New(server.Config{
 		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
 		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special, ModelPath: path,
-		SpecDraft: *specMTP,
+		SpecDraft: *specMTP, PrefixCacheBytes: prefixBytes,
 	})
 	if err != nil {
 		return err
