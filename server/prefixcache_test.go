@@ -45,7 +45,9 @@ func TestPrefixCacheAgent(t *testing.T) {
 	for _, name := range []string{"glm5-mini.Q8_0", "glm5-mini-sparse.Q8_0"} {
 		t.Run(name, func(t *testing.T) {
 			l := invariantModel(t, testmodels.Path(t, name))
-			reply := func(turn int) string { return fmt.Sprintf("Here is what turn %d found: the answer is %d.", turn, 40+turn) }
+			reply := func(turn int) string {
+				return fmt.Sprintf("Here is what turn %d found: the answer is %d.", turn, 40+turn)
+			}
 			script := func(prompt []int32) []int32 {
 				text, _ := l.tok.Decode(prompt, true)
 				turn := strings.Count(text, "<|user|>")
