@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/synth"
+	"github.com/glmrun/glmrun/model/tokenizer"
+)
+
+// BenchmarkAgentPrefixCache replays an agent's 10-turn conversation (each
+// turn sends the whole history: about 200 new tokens of user text a turn,
+// 2,000 tokens of history by the end, a scripted 40-token reply) on the
+// synthetic GLM-4.7-Flash reference shape (see BenchmarkDecode; 2 of its
+// blocks here), with another client's request taking the only slot between
+// turns, with the prefix cache and without it (cache_prompt false). It
+// reports the prompt tokens run (prefill/turn) and the time to the first
+// streamed token per turn, first and last turn.
+//
+//	go test ./server -run '^$' -bench AgentPrefixCache -benchtime 1x
+func BenchmarkAgentPrefixCache(b *testing.B) {
+	tf, err := gguf.Open(testModelPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "glm47flash-synthetic.Q4_K_M.gguf")
+	_, err = synth.Write(path, synth.Options{Shape: synth.Flash(2), Mix: synth.MixQ4KM, Seed: 1,
+		Name: "glm47flash-synthetic", Tokenizer: tf})
+	tf.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	debug.FreeOSMemory()
+	f, err := gguf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := model.New(f, model.Options{Fast: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	reply := strings.Repeat("The function reads the file, checks it and returns. ", 4)
+	for _, cached := range []bool{true, false} {
+		b.Run(fmt.Sprintf("prefix-cache=%v", cached), func(b *testing.B) {
+			ts := newTestServer(b, func(c *Config) {
+				c.Model, c.Tokenizer, c.Template, c.Parallel, c.ContextSize = m, tok, chat.GLM5(), 1, 4096
+			}, scriptFor(tok, reply, "<|user|>"))
+			var opts []option.RequestOption
+			if !cached {
+				opts = append(opts, option.WithJSONSet("cache_prompt", false))
+			}
+			for b.Loop() {
+				var msgs []openai.ChatCompletionMessageParamUnion
+				var prefill int64
+				var first, last time.Duration
+				for turn := 1; turn <= 10; turn++ {
+					msgs = append(msgs, openai.UserMessage(fmt.Sprintf("Turn %d. %s", turn,
+						strings.Repeat(fmt.Sprintf("Look at handler_%d.go, line %d, and the tests next to it. ", turn, 10*turn), 12))))
+					p := openai.ChatCompletionNewParams{Model: testModelID, Messages: msgs,
+						StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}}
+					noThinking(&p)
+					start := time.Now()
+					s := ts.client.Chat.Completions.NewStreaming(context.Background(), p, opts...)
+					var ttft time.Duration
+					for s.Next() {
+						ch := s.Current()
+						if ttft == 0 && len(ch.Choices) > 0 && ch.Choices[0].Delta.Content != "" {
+							ttft = time.Since(start)
+						}
+						if ch.Usage.PromptTokens > 0 {
+							prefill += ch.Usage.PromptTokens - ch.Usage.PromptTokensDetails.CachedTokens
+						}
+					}
+					if err := s.Err(); err != nil {
+						b.Fatal(err)
+					}
+					if turn == 1 {
+						first = ttft
+					}
+					last = ttft
+					msgs = append(msgs, openai.AssistantMessage(reply))
+					o := openai.ChatCompletionNewParams{Model: testModelID, Messages: userMsg("Another client."), MaxTokens: openai.Int(1)}
+					if _, err := ts.client.Chat.Completions.New(context.Background(), o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(prefill)/10, "prefill/turn")
+				b.ReportMetric(first.Seconds()*1000, "ms-ttft-turn1")
+				b.ReportMetric(last.Seconds()*1000, "ms-ttft-turn10")
+			}
+		})
+	}
+}
