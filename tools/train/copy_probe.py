@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Does the tiny GLM-5 learn to copy? A probe, outside train.py's pipeline.
+
+    python3 tools/train/copy_probe.py --offset variable --ids 512 --steps 800
+
+Each document is a random prefix, a random sequence s of token ids, a
+separator, and s again; the loss is on the repetition only, so the model can
+lower it only by looking back. With --offset fixed (prefix empty, s always 24
+tokens) the repetition sits a constant distance back, and one positional
+head does; with --offset variable (s of 8-40 tokens after a prefix of 0-20)
+it needs the two-step look-back of an induction head: find the earlier copy
+of the current token, emit what followed it. Prints, every --log-every
+steps, the repetition's loss and greedy accuracy (chance: ln(ids) and
+1/ids). Architecture knobs override glm5.Config; nothing is written unless
+--save is given.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import glm5  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--offset", choices=["fixed", "variable"], default="variable")
+    ap.add_argument("--ids", type=int, default=512, help="distinct token ids in the sequences")
+    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--tokens", type=int, default=800, help="tokens per step")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--bf16", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--save", default="", help="write the weights here at the end (train.py --init reads them)")
+    for k in ("num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
+              "hidden_size", "num_hidden_layers"):
+        ap.add_argument("--" + k.replace("_", "-"), type=int, default=getattr(glm5.Config, k))
+    ap.add_argument("--rope-theta", type=float, default=1e4)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    cfg = glm5.Config(vocab_size=4096, rope_theta=a.rope_theta, **{k: getattr(a, k) for k in (
+        "num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
+        "hidden_size", "num_hidden_layers")})
+    model = glm5.Model(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    r = random.Random(a.seed)
+    lo = 300
+
+    def doc():
+        if a.offset == "fixed":
+            pre, n = [], 24
+        else:
+            pre, n = [lo + r.randrange(a.ids) for _ in range(r.randint(0, 20))], r.randint(8, 40)
+        s = [lo + r.randrange(a.ids) for _ in range(n)]
+        return [5] + pre + s + [7] + s, len(pre) + n + 2
+
+    def batch():
+        docs, total = [], 0
+        while total < a.tokens:
+            d = doc()
+            docs.append(d)
+            total += len(d[0])
+        T = max(len(x) for x, _ in docs)
+        ids = torch.zeros(len(docs), T, dtype=torch.long)
+        w = torch.zeros(len(docs), T)
+        doc_no = torch.arange(len(docs))[:, None].expand(len(docs), T).clone()
+        for b, (x, start) in enumerate(docs):
+            ids[b, :len(x)] = torch.tensor(x)
+            w[b, start:len(x)] = 1.0
+            doc_no[b, len(x):] = -1 - b  # padding: a document of its own
+        pos = torch.arange(T)[None].expand(len(docs), T)
+        return ids, w, pos, doc_no
+
+    t0 = time.time()
+    for step in range(a.steps):
+        ids, w, pos, doc_no = batch()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
+            h, _, _ = model.trunk(ids, pos, doc_no)
+            lg = model.logits(h[:, :-1]).float()
+        tw = w[:, 1:]
+        ce = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), ids[:, 1:].reshape(-1), reduction="none").view_as(tw)
+        loss = (ce * tw).sum() / tw.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % a.log_every == 0 or step == a.steps - 1:
+            at = tw > 0
+            acc = (lg.argmax(-1)[at] == ids[:, 1:][at]).float().mean().item()
+            print(json.dumps({"step": step, "loss": round(loss.item(), 3), "acc": round(acc, 3),
+                              "s": round(time.time() - t0)}), flush=True)
+    if a.save:
+        torch.save({"model": model.state_dict()}, a.save)
+
+
+if __name__ == "__main__":
+    main()
