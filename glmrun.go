@@ -251,8 +251,22 @@ func (m *Model) Config() model.Config { return m.m.Config() }
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
 
 // Template returns the chat template: the file's, or the built-in GLM-5
-// format when the file has none.
+// format when the file has none (or when its template does not parse: see
+// TemplateErr).
 func (m *Model) Template() *chat.Template { return m.tmpl }
+
+// TemplateErr returns why the file's chat template (tokenizer.chat_template)
+// could not be parsed, or nil when it parsed or the file has none. RenderChat
+// and Session.Chat return this error rather than fall back to the built-in
+// format, which the file did not ask for.
+func (m *Model) TemplateErr() error { return m.tmplErr }
+
+// Engine returns the loaded weights as the engine's model, for packages
+// that drive sessions and batched steps directly, like package server. Its
+// sessions and steps do not take the Model's lock: the Model must stay open
+// (no Close) for as long as the engine model or any of its sessions is
+// used, and Close frees them.
+func (m *Model) Engine() *model.Model { return m.m }
 
 // LoadTime returns how long Load took.
 func (m *Model) LoadTime() time.Duration { return m.loadTime }

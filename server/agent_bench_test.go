@@ -12,11 +12,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/gguf"
-	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/synth"
-	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
 // BenchmarkAgentPrefixCache replays an agent's 10-turn conversation (each
@@ -42,25 +41,17 @@ func BenchmarkAgentPrefixCache(b *testing.B) {
 		b.Fatal(err)
 	}
 	debug.FreeOSMemory()
-	f, err := gguf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	tok, err := tokenizer.New(f)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := model.New(f, model.Options{Fast: true})
+	m, err := glmrun.Load(path, glmrun.Options{}) // the fast products, as glmrun serve runs
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer m.Close()
+	tok := m.Tokenizer()
 	reply := strings.Repeat("The function reads the file, checks it and returns. ", 4)
 	for _, cached := range []bool{true, false} {
 		b.Run(fmt.Sprintf("prefix-cache=%v", cached), func(b *testing.B) {
 			ts := newTestServer(b, func(c *Config) {
-				c.Model, c.Tokenizer, c.Template, c.Parallel, c.ContextSize = m, tok, chat.GLM5(), 1, 4096
+				c.Model, c.Template, c.Parallel, c.ContextSize = m, chat.GLM5(), 1, 4096
 			}, scriptFor(tok, reply, "<|user|>"))
 			var opts []option.RequestOption
 			if !cached {

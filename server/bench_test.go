@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/sample"
@@ -68,10 +69,11 @@ func BenchmarkDecode(b *testing.B) {
 		models = append(models, struct{ name, path string }{filepath.Base(path), path})
 	}
 	for _, mc := range models {
-		m, err := model.Load(mc.path, model.Options{Fast: true})
+		g, err := glmrun.Load(mc.path, glmrun.Options{}) // the fast products, as glmrun serve runs
 		if err != nil {
 			b.Fatal(err)
 		}
+		m := g.Engine()
 		for _, st := range []struct {
 			name string
 			s    Stepper
@@ -86,7 +88,7 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 		b.Run(mc.name+"/interleaved/1vs16", func(b *testing.B) { benchInterleaved(b, m, 16) })
-		m.Close()
+		g.Close()
 	}
 }
 

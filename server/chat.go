@@ -373,7 +373,7 @@ func (s *Server) renderChat(t *chatTurn) (*chatPrep, *apiError) {
 	}
 	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
 	// add nothing, as the library's Chat does.
-	p.prompt = s.cfg.Tokenizer.Encode(text, false, true)
+	p.prompt = s.tok.Encode(text, false, true)
 	return p, nil
 }
 
@@ -387,7 +387,7 @@ func (s *Server) renderPrompt(t *chatTurn) (string, *chatPrep, *apiError) {
 	}
 	opts := t.opts
 	opts.Tools, opts.AddGenerationPrompt = t.tools, true
-	tok := s.cfg.Tokenizer
+	tok := s.tok
 	if id := tok.BOS(); id >= 0 {
 		opts.BOSToken = tok.Text(id)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/tokenizer"
@@ -480,21 +482,27 @@ func TestChatOneBOS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	v, err := tokenizer.ReadVocab(f)
+	w := gguf.NewWriterFrom(f)
+	w.SetKV(tokenizer.KeyAddBOS, gguf.Bool(true))
+	path := filepath.Join(t.TempDir(), "glm5-mini-add-bos.gguf")
+	err = w.WriteFile(path)
+	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.AddBOS = true
-	tok, err := tokenizer.FromVocab(v)
+	l, err := loadModelFile(path, glmrun.Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.g.Close() }) // registered first, so it runs after the servers' Close
+	if !l.tok.AddBOS() {
+		t.Fatalf("%s: the tokenizer does not add BOS", path)
 	}
 	counts := map[bool]int{}
 	for _, addBOS := range []bool{false, true} {
 		ts := newTestServer(t, func(c *Config) {
 			if addBOS {
-				c.Tokenizer = tok
+				c.Model = l.g
 			}
 		}, nil)
 		code, body := post(t, ts.url, "/v1/chat/completions",

@@ -180,14 +180,14 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int32, *apiError) {
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return s.cfg.Tokenizer.Encode(text, true, true), nil
+		return s.tok.Encode(text, true, true), nil
 	}
 	var texts []string
 	if err := json.Unmarshal(raw, &texts); err == nil {
 		if len(texts) != 1 {
 			return nil, invalid("prompt", "prompt must hold exactly one string (batches are not supported), not %d", len(texts))
 		}
-		return s.cfg.Tokenizer.Encode(texts[0], true, true), nil
+		return s.tok.Encode(texts[0], true, true), nil
 	}
 	var ids []int32
 	if err := json.Unmarshal(raw, &ids); err != nil {
@@ -201,8 +201,8 @@ func (s *Server) completionPrompt(raw json.RawMessage) ([]int32, *apiError) {
 		ids = batch[0]
 	}
 	for _, id := range ids {
-		if id < 0 || int(id) >= s.cfg.Tokenizer.NumTokens() {
-			return nil, invalid("prompt", "token id %d is outside the vocabulary [0, %d)", id, s.cfg.Tokenizer.NumTokens())
+		if id < 0 || int(id) >= s.tok.NumTokens() {
+			return nil, invalid("prompt", "token id %d is outside the vocabulary [0, %d)", id, s.tok.NumTokens())
 		}
 	}
 	return ids, nil

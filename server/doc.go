@@ -67,10 +67,11 @@
 // queue answers 503. A request whose client goes away leaves the queue at
 // once, or, running, is dropped at the next step and its slot freed; either
 // way it counts as canceled. A step is one batched pass (model.DecodeBatch):
-// with a model loaded with batch-invariant products (model.Options,
-// "glmrun serve --batch-invariant") every request gets the tokens it gets
-// alone; by default steps of 16 or more sequences agree with that within
-// float rounding, as llama-server's and vLLM's batches do.
+// with a model loaded with batch-invariant products
+// (glmrun.Options.BatchInvariant, "glmrun serve --batch-invariant") every
+// request gets the tokens it gets alone; by default steps of 16 or more
+// sequences agree with that within float rounding, as llama-server's and
+// vLLM's batches do.
 //
 // Errors have OpenAI's shape, {"error": {"message", "type", "param", "code"}}:
 // 400 for malformed JSON and invalid parameters (code invalid_json,
@@ -84,6 +85,8 @@
 // shutting down (shutting_down), or GET /slots?fail_on_no_slot=1 with
 // every slot busy (no_slot_available).
 //
-// The package runs what it is given and logs nothing: loading the model and
-// listening on a socket belong to the caller (cmd/glmrun).
+// The package runs what it is given and logs nothing: loading the model
+// (glmrun.Load, the library's one loading path) and listening on a socket
+// belong to the caller (cmd/glmrun), which closes the model after the
+// Server.
 package server

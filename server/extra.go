@@ -68,7 +68,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	pieces := make([]tokenPiece, len(ids))
 	for i, id := range ids {
 		// Control tokens show their text, as llama-server's pieces do.
-		p := s.cfg.Tokenizer.Piece(id, true)
+		p := s.tok.Piece(id, true)
 		pieces[i] = tokenPiece{ID: id, Piece: p}
 		if !utf8.ValidString(p) {
 			pieces[i].Piece = byteList(p)
@@ -82,7 +82,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 // place gets the special tokens add_special adds (llama-server's
 // tokenize_mixed). Ids must be in the vocabulary.
 func (s *Server) tokenizeMixed(raw json.RawMessage, addSpecial, parseSpecial bool) ([]int32, *apiError) {
-	tok := s.cfg.Tokenizer
+	tok := s.tok
 	// Decoded into any, with numbers kept as written: unmarshaling into a
 	// string or an int would take a null element silently as "" or 0, and
 	// a float64 would round ids past 2^53.
@@ -143,7 +143,7 @@ func jsonKind(v any) string {
 
 // checkTokenID refuses an id outside the vocabulary, naming it.
 func (s *Server) checkTokenID(param string, id int64) *apiError {
-	if n := s.cfg.Tokenizer.NumTokens(); id < 0 || id >= int64(n) {
+	if n := s.tok.NumTokens(); id < 0 || id >= int64(n) {
 		return invalid(param, "token id %d (%s) is not in the vocabulary [0, %d)", id, param, n)
 	}
 	return nil
@@ -177,7 +177,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		ids[i] = int32(id)
 	}
-	text, err := s.cfg.Tokenizer.Decode(ids, true)
+	text, err := s.tok.Decode(ids, true)
 	if err != nil { // not expected: every id was checked above, but a failure is answered, not dropped
 		writeError(w, invalid("tokens", "%v", err))
 		return
@@ -284,7 +284,7 @@ func float32Value(v float32) float64 {
 // llama-server's properties. chat_template is "" for the built-in GLM-5
 // format, which has no Jinja source.
 func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
-	tok := s.cfg.Tokenizer
+	tok := s.tok
 	p := props{
 		DefaultGenerationSettings: generationSettings{NCtx: s.ctxSize, Params: defaultParams()},
 		TotalSlots:                s.cfg.Parallel,

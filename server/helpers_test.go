@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	_ "github.com/glmrun/glmrun/backend/cpu" // registers the "cpu" backend
-	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/tokenizer"
@@ -29,43 +29,38 @@ const testModelPath = "../testdata/models/glm5-mini.Q8_0.gguf"
 // testModelID is the id the test servers give the model.
 const testModelID = "glm5-mini"
 
-// loaded is the bundled model, loaded once for the whole test binary (the
-// model is immutable and shared by every server).
+// loaded is a model loaded with glmrun.Load, as glmrun serve loads it, and
+// what the tests read of it. The bundled one is loaded once for the whole
+// test binary (the model is immutable and shared by every server).
 type loaded struct {
-	m    *model.Model
-	tok  *tokenizer.Tokenizer
-	tmpl *chat.Template
+	g    *glmrun.Model        // what Config.Model takes
+	m    *model.Model         // g.Engine()
+	tok  *tokenizer.Tokenizer // g.Tokenizer()
+	tmpl *chat.Template       // g.Template(), the file's own
 }
 
-// The fast products, as glmrun serve uses by default; one worker per
-// kernel keeps the goroutines few under -race.
+// The fast products (Exact false), as glmrun serve uses by default; one
+// worker per kernel keeps the goroutines few under -race.
 var loadOnce = sync.OnceValues(func() (*loaded, error) {
-	return loadModelFile(testModelPath, model.Options{Threads: 1, Fast: true})
+	return loadModelFile(testModelPath, glmrun.Options{Threads: 1})
 })
 
-// loadModelFile opens a model with its tokenizer and chat template.
-func loadModelFile(path string, opts model.Options) (*loaded, error) {
-	f, err := gguf.Open(path)
+// loadModelFile loads a model through glmrun.Load; the file must have a
+// chat template of its own that parses.
+func loadModelFile(path string, opts glmrun.Options) (*loaded, error) {
+	g, err := glmrun.Load(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.New(f)
-	if err != nil {
+	if err := g.TemplateErr(); err != nil {
+		g.Close()
 		return nil, err
 	}
-	src, err := f.String("tokenizer.chat_template")
-	if err != nil {
-		return nil, err
+	if g.Template().Builtin() {
+		g.Close()
+		return nil, fmt.Errorf("%s has no chat template (tokenizer.chat_template)", path)
 	}
-	tmpl, err := chat.Parse(src)
-	if err != nil {
-		return nil, err
-	}
-	m, err := model.New(f, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &loaded{m: m, tok: tok, tmpl: tmpl}, nil
+	return &loaded{g: g, m: g.Engine(), tok: g.Tokenizer(), tmpl: g.Template()}, nil
 }
 
 func testModel(t testing.TB) *loaded {
@@ -90,7 +85,7 @@ type testServer struct {
 func newTestServer(t testing.TB, edit func(*Config), script func([]int32) []int32) *testServer {
 	t.Helper()
 	l := testModel(t)
-	cfg := Config{Model: l.m, Tokenizer: l.tok, Template: l.tmpl, ModelID: testModelID, Parallel: 4, ContextSize: 512}
+	cfg := Config{Model: l.g, ModelID: testModelID, Parallel: 4, ContextSize: 512}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -110,7 +105,7 @@ func newTestServer(t testing.TB, edit func(*Config), script func([]int32) []int3
 	} else {
 		opts = append(opts, option.WithAPIKey("unused"))
 	}
-	return &testServer{s: s, url: hs.URL, client: openai.NewClient(opts...), tok: l.tok}
+	return &testServer{s: s, url: hs.URL, client: openai.NewClient(opts...), tok: cfg.Model.Tokenizer()}
 }
 
 // eogBias bans every end-of-generation token, so that greedy runs go on to

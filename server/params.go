@@ -81,8 +81,8 @@ func (s *Server) sampler(p samplingParams) (*sample.Sampler, *apiError) {
 		o.LogitBias = make(map[int32]float32, len(p.logitBias))
 		for k, b := range p.logitBias {
 			id, err := strconv.ParseInt(k, 10, 32)
-			if err != nil || id < 0 || int(id) >= s.cfg.Tokenizer.NumTokens() {
-				return nil, invalid("logit_bias", "logit_bias key %q is not a token id in [0, %d)", k, s.cfg.Tokenizer.NumTokens())
+			if err != nil || id < 0 || int(id) >= s.tok.NumTokens() {
+				return nil, invalid("logit_bias", "logit_bias key %q is not a token id in [0, %d)", k, s.tok.NumTokens())
 			}
 			if !(b >= -100 && b <= 100) {
 				return nil, invalid("logit_bias", "logit_bias value %g for token %s is outside [-100, 100]", b, k)
@@ -172,7 +172,7 @@ func (s *Server) start(ctx context.Context, prompt []int32, smp *sample.Sampler,
 	r.constraint = c
 	r.endAfter = -1
 	if x.oneCall {
-		if id, ok := s.cfg.Tokenizer.ID(tagToolCallEnd); ok {
+		if id, ok := s.tok.ID(tagToolCallEnd); ok {
 			r.endAfter = id
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
 )
@@ -24,7 +25,7 @@ func invariantModel(t *testing.T, path string) *loaded {
 	if l, ok := invariantModels.Load(path); ok {
 		return l.(*loaded)
 	}
-	l, err := loadModelFile(path, model.Options{Threads: 1, Fast: true, BatchInvariant: true})
+	l, err := loadModelFile(path, glmrun.Options{Threads: 1, BatchInvariant: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestPrefixCacheAgent(t *testing.T) {
 				return scriptFor(l.tok, reply(turn), "<|user|>")(prompt)
 			}
 			cfg := func(c *Config) {
-				c.Model, c.Tokenizer, c.Template, c.Parallel, c.ContextSize = l.m, l.tok, l.tmpl, 1, 1024
+				c.Model, c.Parallel, c.ContextSize = l.g, 1, 1024
 				c.PrefixCacheBlock = block
 			}
 			warm := newTestServer(t, cfg, script)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/glmrun/glmrun/model/grammar"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
@@ -29,9 +30,19 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	Model     *model.Model         // required
-	Tokenizer *tokenizer.Tokenizer // required
-	Template  *chat.Template       // the chat template; nil means chat.GLM5()
+	// Model is the model to serve, loaded with glmrun.Load (required): the
+	// server runs its engine (Model.Engine), tokenizer and chat template.
+	// The server does not own it, and its steps and KV cache slots do not
+	// take the Model's lock: the Model must stay open while the server
+	// runs, until Server.Close has returned and the handlers have ended
+	// (http.Server.Shutdown), since glmrun.Model.Close unmaps the weights
+	// and frees the slots. Close the Model after the Server.
+	Model *glmrun.Model
+	// Template overrides the chat template; nil means the model's
+	// (Model.Template: the file's, or the built-in GLM-5 format when the
+	// file has none). A file whose chat template does not parse
+	// (Model.TemplateErr) is served only with an override.
+	Template *chat.Template
 	// ModelID names the model in /v1/models and in responses; requests
 	// naming another model get 404 (an empty "model" is accepted).
 	ModelID string
@@ -69,7 +80,8 @@ type Config struct {
 	// Stepper runs the decode steps; nil means BatchStepper.
 	Stepper Stepper
 	// SpecDraft turns on speculative decoding with the model's MTP block
-	// (the Model must be loaded with model.Options.MTP): a sequence drafts
+	// (the Model must be loaded with it: glmrun.Options.SpecDraft > 0): a
+	// sequence drafts
 	// up to SpecDraft tokens per step and the trunk checks them in one
 	// pass. A request lowers it with speculative.n_max (0: off), and
 	// speculation is off for a request whose penalties are on.
@@ -89,7 +101,8 @@ type Config struct {
 // Server is the HTTP API. Create it with New, serve it with net/http (it is
 // an http.Handler) and stop it with Close.
 type Server struct {
-	cfg     Config
+	cfg     Config               // Template set (the override or the model's)
+	tok     *tokenizer.Tokenizer // cfg.Model.Tokenizer()
 	sched   *scheduler
 	metrics *metrics
 	mux     *http.ServeMux
@@ -108,11 +121,15 @@ type Server struct {
 
 // New checks cfg and starts the scheduler.
 func New(cfg Config) (*Server, error) {
-	if cfg.Model == nil || cfg.Tokenizer == nil {
-		return nil, errors.New("server: Config.Model and Config.Tokenizer are required")
+	if cfg.Model == nil {
+		return nil, errors.New("server: Config.Model is required (a model loaded with glmrun.Load)")
 	}
+	engine, tok := cfg.Model.Engine(), cfg.Model.Tokenizer()
 	if cfg.Template == nil {
-		cfg.Template = chat.GLM5()
+		if err := cfg.Model.TemplateErr(); err != nil {
+			return nil, fmt.Errorf("server: the model's chat template is not usable (set Config.Template to serve it with another): %w", err)
+		}
+		cfg.Template = cfg.Model.Template()
 	}
 	if cfg.ModelID == "" {
 		cfg.ModelID = "glmrun"
@@ -130,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	mc := cfg.Model.Config()
+	mc := engine.Config()
 	if cfg.ContextSize == 0 {
 		cfg.ContextSize = min(mc.ContextLength, DefaultContextSize)
 		if cfg.ContextSize <= 0 {
@@ -140,7 +157,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ContextSize < 2 {
 		return nil, fmt.Errorf("server: context size %d is too small", cfg.ContextSize)
 	}
-	if n, v := mc.VocabSize, cfg.Tokenizer.NumTokens(); n < v {
+	if n, v := mc.VocabSize, tok.NumTokens(); n < v {
 		return nil, fmt.Errorf("server: the tokenizer has %d tokens but the model's output only %d", v, n)
 	}
 	if cfg.Stepper == nil {
@@ -149,24 +166,25 @@ func New(cfg Config) (*Server, error) {
 	switch {
 	case cfg.SpecDraft < 0:
 		return nil, fmt.Errorf("server: negative SpecDraft %d", cfg.SpecDraft)
-	case cfg.SpecDraft > 0 && !cfg.Model.HasMTP():
-		return nil, errors.New("server: SpecDraft needs the model's MTP block: load it with model.Options.MTP")
+	case cfg.SpecDraft > 0 && !engine.HasMTP():
+		return nil, fmt.Errorf("server: SpecDraft %d needs the model's MTP block, which %s was loaded without: load it with glmrun.Options.SpecDraft > 0",
+			cfg.SpecDraft, cfg.Model.Path())
 	}
-	// Allocate one slot now, so that a context too large for memory fails
-	// here rather than on the first request.
-	probe, err := cfg.Model.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize, MTP: cfg.SpecDraft > 0})
-	if err != nil {
-		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
-	}
-	s := &Server{cfg: cfg, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize}
-	if !cfg.Special {
-		s.markers = markupMarkers(cfg.Tokenizer)
-	}
-	s.sched = newScheduler(cfg.Model, cfg.Tokenizer, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
-	s.sched.mtp = cfg.SpecDraft > 0
 	if cfg.PrefixCacheBlock < 0 {
 		return nil, fmt.Errorf("server: negative PrefixCacheBlock %d", cfg.PrefixCacheBlock)
 	}
+	// Allocate one slot now, so that a context too large for memory fails
+	// here rather than on the first request.
+	probe, err := engine.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize, MTP: cfg.SpecDraft > 0})
+	if err != nil {
+		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
+	}
+	s := &Server{cfg: cfg, tok: tok, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize}
+	if !cfg.Special {
+		s.markers = markupMarkers(tok)
+	}
+	s.sched = newScheduler(engine, tok, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
+	s.sched.mtp = cfg.SpecDraft > 0
 	if cfg.PrefixCacheBytes >= 0 && cfg.SpecDraft == 0 {
 		budget, block := cfg.PrefixCacheBytes, cfg.PrefixCacheBlock
 		if budget == 0 {

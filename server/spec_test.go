@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun"
 )
 
 // tinyPath is the trained model, whose MTP block drafts tokens worth keeping.
@@ -15,13 +15,13 @@ const tinyPath = "../testdata/models/glm5-tiny.Q8_0.gguf"
 // products, drafting specDraft tokens per step (0: no MTP block loaded).
 func tinyServer(t *testing.T, specDraft int) *testServer {
 	t.Helper()
-	l, err := loadModelFile(tinyPath, model.Options{Threads: 1, Fast: true, BatchInvariant: true, MTP: specDraft > 0})
+	l, err := loadModelFile(tinyPath, glmrun.Options{Threads: 1, BatchInvariant: true, SpecDraft: specDraft})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.m.Close() })
+	t.Cleanup(func() { l.g.Close() }) // registered first, so it runs after the server's Close
 	return newTestServer(t, func(c *Config) {
-		c.Model, c.Tokenizer, c.Template = l.m, l.tok, l.tmpl
+		c.Model = l.g
 		c.SpecDraft = specDraft
 		c.Parallel = 4
 	}, nil)

@@ -80,7 +80,7 @@ func compileConstraint(rf *responseFormat, gbnf *string) (*grammar.Grammar, *api
 // it, built on first use and shared by all requests.
 func (s *Server) grammarVocab() (*grammar.Vocab, error) {
 	s.vocabOnce.Do(func() {
-		t := s.cfg.Tokenizer
+		t := s.tok
 		pieces := make([]string, t.NumTokens())
 		for id := range pieces {
 			pieces[id] = t.Piece(int32(id), false)
@@ -113,7 +113,7 @@ func (s *Server) newConstraint(g *grammar.Grammar, thinking bool) (*constraint, 
 	}
 	c := &constraint{m: m, after: -1}
 	if thinking {
-		id, ok := s.cfg.Tokenizer.ID("</think>")
+		id, ok := s.tok.ID("</think>")
 		if !ok {
 			return nil, invalid("response_format", "the prompt opens a reasoning block, but the vocabulary has no </think> to end it")
 		}

@@ -15,8 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/glmrun/glmrun/model"
-	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/server"
 )
 
@@ -103,29 +102,28 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		alias = strings.TrimSuffix(filepath.Base(path), ".gguf")
 	}
 
+	// The library's loading path, as generate and chat load: the server
+	// serves the model glmrun.Load gives any program.
 	start := time.Now()
-	f, tok, err := openModelFile(path)
+	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, Backend: backend, Exact: *exact,
+		BatchInvariant: *invariant, AllowUnknownKeys: *force, SpecDraft: *specMTP})
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	tmpl := chat.GLM5()
-	if src, err := f.String("tokenizer.chat_template"); err == nil {
-		if tmpl, err = chat.Parse(src); err != nil {
-			return fmt.Errorf("%s: tokenizer.chat_template: %w", path, err)
-		}
-	} else {
+	// Deferred first, so that it runs last: the server's steps read the
+	// weights until srv.Close returns.
+	defer m.Close()
+	if err := m.TemplateErr(); err != nil {
+		// chat fails on it at the first turn; the server would fail every
+		// chat request, so it does not start.
+		return err
+	}
+	if m.Template().Builtin() {
 		fmt.Fprintf(stderr, "glmrun serve: %s has no chat template; using the built-in GLM-5 format\n", path)
 	}
-	m, err := model.New(f, model.Options{Threads: threads, TensorParallel: tp, Backend: backend, Fast: !*exact,
-		BatchInvariant: *invariant, AllowUnknownKeys: *force, MTP: *specMTP > 0})
-	if err != nil {
-		return err
-	}
 	printWarnings(stderr, "serve", m.Warnings())
-	defer m.Close()
 	srv, err := server.New(server.Config{
-		Model: m, Tokenizer: tok, Template: tmpl, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
+		Model: m, ModelID: alias, Parallel: parallel, ContextSize: ctxSize,
 		QueueSize: queue, APIKey: apiKey, MaxBodyBytes: maxBody, Special: *special, ModelPath: path,
 		SpecDraft: *specMTP, PrefixCacheBytes: prefixBytes,
 	})

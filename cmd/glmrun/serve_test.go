@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
@@ -144,5 +148,53 @@ func TestServeGraceful(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "shutting down") {
 		t.Fatalf("stderr: %s", stderr.String())
+	}
+}
+
+// TestServeChatTemplate: serve loads through glmrun.Load and keeps its
+// messages about the file's chat template: one that does not parse is an
+// error naming the file and the key (exit 1, nothing listens), and a file
+// without one is served with the built-in GLM-5 format after a warning.
+func TestServeChatTemplate(t *testing.T) {
+	f, err := gguf.Open(testmodels.Path(t, "glm5-mini.Q8_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	write := func(name string, edit func(w *gguf.Writer)) string {
+		w := gguf.NewWriterFrom(f)
+		edit(w)
+		path := filepath.Join(dir, name)
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	bad := write("bad-template.gguf", func(w *gguf.Writer) {
+		w.SetKV("tokenizer.chat_template", gguf.String("{% if %}"))
+	})
+	none := write("no-template.gguf", func(w *gguf.Writer) { w.RemoveKV("tokenizer.chat_template") })
+
+	// serve stops as soon as it listens, should it start at all.
+	run := func(path string) (string, bool, error) {
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var out syncBuffer
+		listened := false
+		err := serve(ctx, []string{"-m", path, "--port", "0", "--ctx-size", "64", "--parallel", "1"}, &out,
+			func(string) { listened = true; stop() })
+		return out.String(), listened, err
+	}
+	out, listened, err := run(bad)
+	if err == nil || listened || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "tokenizer.chat_template") {
+		t.Errorf("bad template: listened %v, error %v; want an error naming the file and tokenizer.chat_template (stderr %q)", listened, err, out)
+	}
+	out, listened, err = run(none)
+	if err != nil || !listened {
+		t.Fatalf("no template: listened %v, serve: %v (%s)", listened, err, out)
+	}
+	if want := none + " has no chat template; using the built-in GLM-5 format"; !strings.Contains(out, want) {
+		t.Errorf("no template: stderr %q does not say %q", out, want)
 	}
 }
