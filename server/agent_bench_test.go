@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
@@ -63,7 +64,7 @@ func BenchmarkAgentPrefixCache(b *testing.B) {
 				var first, last time.Duration
 				for turn := 1; turn <= 10; turn++ {
 					msgs = append(msgs, openai.UserMessage(fmt.Sprintf("Turn %d. %s", turn,
-						strings.Repeat(fmt.Sprintf("Look at handler_%d.go, line %d, and the tests next to it. ", turn, 10*turn), 12))))
+						strings.Repeat(fmt.Sprintf("Look at handler_%d.go, line %d, and the tests next to it. ", turn, 10*turn), 5))))
 					p := openai.ChatCompletionNewParams{Model: testModelID, Messages: msgs,
 						StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}}
 					noThinking(&p)
@@ -80,6 +81,10 @@ func BenchmarkAgentPrefixCache(b *testing.B) {
 						}
 					}
 					if err := s.Err(); err != nil {
+						var apiErr *openai.Error
+						if errors.As(err, &apiErr) {
+							b.Fatalf("turn %d: %v: %s", turn, err, apiErr.RawJSON())
+						}
 						b.Fatal(err)
 					}
 					if turn == 1 {
