@@ -216,30 +216,25 @@ func (c *LatentCache) PositionValues() int { return int(c.BytesPerToken() / 4) }
 // indexer keys. It reads the device, so it belongs between steps, not in
 // one.
 func (c *LatentCache) Export(dst []float32, from, n int) error {
-	if err := c.span(len(dst), from, n); err != nil {
-		return err
-	}
-	off := 0
-	for l := range c.latent {
-		if err := c.room(l, from+n); err != nil {
-			return err
-		}
-		w := n * c.Width()
-		c.Dev.Read(dst[off:off+w], c.latentRows(l, from, n))
-		off += w
-		if d := c.indexDim[l]; d > 0 {
-			c.Dev.Read(dst[off:off+n*d], c.indexRows(l, from, n))
-			off += n * d
-		}
-	}
-	return nil
+	return c.copyRows(dst, from, n, false)
 }
 
 // Import writes rows made by Export (of a cache of the same shape) to
 // positions [from, from+n).
-func (c *LatentCache) Import(src []float32, from, n int) error {
-	if err := c.span(len(src), from, n); err != nil {
+func (c *LatentCache) Import(src []float32, from, n int) error { return c.copyRows(src, from, n, true) }
+
+// copyRows moves positions [from, from+n) between host (Export's layout)
+// and device: to the device when write is set.
+func (c *LatentCache) copyRows(host []float32, from, n int, write bool) error {
+	if err := c.span(len(host), from, n); err != nil {
 		return err
+	}
+	move := func(dev backend.Buffer, h []float32) {
+		if write {
+			c.Dev.Write(dev, h)
+		} else {
+			c.Dev.Read(h, dev)
+		}
 	}
 	off := 0
 	for l := range c.latent {
@@ -247,10 +242,10 @@ func (c *LatentCache) Import(src []float32, from, n int) error {
 			return err
 		}
 		w := n * c.Width()
-		c.Dev.Write(c.latentRows(l, from, n), src[off:off+w])
+		move(c.latentRows(l, from, n), host[off:off+w])
 		off += w
 		if d := c.indexDim[l]; d > 0 {
-			c.Dev.Write(c.indexRows(l, from, n), src[off:off+n*d])
+			move(c.indexRows(l, from, n), host[off:off+n*d])
 			off += n * d
 		}
 	}

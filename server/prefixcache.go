@@ -3,10 +3,8 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
+	"github.com/glmrun/glmrun/internal/meminfo"
 	"github.com/glmrun/glmrun/model"
 )
 
@@ -153,21 +151,11 @@ func (c *prefixCache) restore(sess *model.Session, path []*pcNode, own int) erro
 const DefaultPrefixCacheBlock = 64
 
 // defaultPrefixCacheBytes is a quarter of the memory the system has
-// available, at most 8 GiB, or 1 GiB when that cannot be read.
+// available, at most 8 GiB, or 1 GiB when that is not known.
 func defaultPrefixCacheBytes() int64 {
 	const most = 8 << 30
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 1 << 30
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return min(most, kb*1024/4)
-				}
-			}
-		}
+	if avail, ok := meminfo.Available(); ok {
+		return min(most, avail/4)
 	}
 	return 1 << 30
 }

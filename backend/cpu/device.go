@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"github.com/glmrun/glmrun/internal/meminfo"
 	"sync"
 
 	"github.com/glmrun/glmrun/backend"
@@ -187,7 +188,7 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 		return nil, err
 	}
 	if bytes := 4 * int64(n); d.budget == 0 && bytes >= bigAlloc {
-		if avail, ok := memAvailable(); ok && bytes > avail {
+		if avail, ok := meminfo.Available(); ok && bytes > avail {
 			d.release(bytes)
 			return nil, fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
 				d.Name(), float64(bytes)/(1<<30), float64(avail)/(1<<30))
