@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/glmrun/glmrun/model/grammar"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/sample"
 )
 

@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/glmrun/glmrun/model/grammar"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 
+	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/sample"
 )
 

@@ -466,8 +466,9 @@ type slot struct {
 // tokens it holds already: the free slot whose cache shares the longest
 // prefix with prompt (with reuse off, or on a tie, the most recently
 // freed), or a new one while fewer than parallel exist and none shares
-// anything. At least the prompt's last token is left to run, for the
-// logits after it.
+// anything. When the prefix cache holds more of the prompt than that slot,
+// the slot gets the cached rows. At least the prompt's last token is left
+// to run, for the logits after it.
 func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, error) {
 	best, keep := -1, 0
 	for i, sl := range s.pool {
@@ -479,24 +480,25 @@ func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, er
 			best, keep = i, n
 		}
 	}
+	// The best free slot, or a new one while fewer than parallel exist
+	// and none shares anything.
+	var sess *model.Session
+	if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
+		sess = s.pool[best].sess
+		s.pool = append(s.pool[:best], s.pool[best+1:]...)
+	} else {
+		var err error
+		if sess, err = s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize, MTP: s.mtp}); err != nil {
+			return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
+		}
+		s.nSess++
+		keep = 0
+	}
 	if reuse && s.pc != nil {
 		if path := s.pc.lookup(prompt, len(prompt)-1); len(path)*s.pc.block > keep {
-			// The prefix cache holds more of the prompt than any free slot:
-			// restore it into the best slot (keeping what that slot shares
-			// up to a block boundary) or a new one.
-			var sess *model.Session
-			own := 0
-			if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
-				sess, own = s.pool[best].sess, keep
-				s.pool = append(s.pool[:best], s.pool[best+1:]...)
-			} else {
-				var err error
-				if sess, err = s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize}); err != nil {
-					return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
-				}
-				s.nSess++
-			}
-			if err := s.pc.restore(sess, path, own); err != nil {
+			// The prefix cache holds more of the prompt than the slot: keep
+			// what the slot shares up to a block boundary, import the rest.
+			if err := s.pc.restore(sess, path, keep); err != nil {
 				sess.Reset()
 				s.pool = append(s.pool, slot{sess: sess})
 				return nil, 0, err
@@ -504,26 +506,16 @@ func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, er
 			return sess, len(path) * s.pc.block, nil
 		}
 	}
-	if best >= 0 && (keep > 0 || s.nSess >= s.parallel) {
-		sl := s.pool[best]
-		s.pool = append(s.pool[:best], s.pool[best+1:]...)
-		if err := sl.sess.Truncate(keep); err != nil {
-			return nil, 0, fmt.Errorf("server: KV cache slot: %w", err)
-		}
-		if r := sl.sess.MTPResume(prompt[keep]); r < keep {
-			// The MTP block's row at the cut needs the trunk's state
-			// there, which the cache no longer has: run from where it does.
-			keep = r
-			sl.sess.Truncate(keep) // r < keep: in range
-		}
-		return sl.sess, keep, nil
+	if err := sess.Truncate(keep); err != nil {
+		return nil, 0, fmt.Errorf("server: KV cache slot: %w", err)
 	}
-	sess, err := s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize, MTP: s.mtp})
-	if err != nil {
-		return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
+	if r := sess.MTPResume(prompt[keep]); r < keep {
+		// The MTP block's row at the cut needs the trunk's state there,
+		// which the cache no longer has: run from where it does.
+		keep = r
+		sess.Truncate(keep) // r < keep: in range
 	}
-	s.nSess++
-	return sess, 0, nil
+	return sess, keep, nil
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.
