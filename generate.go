@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/glmrun/glmrun/internal/genloop"
 	"github.com/glmrun/glmrun/model/sample"
 )
 
@@ -149,11 +149,10 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 		smp.Accept(id)
 	}
 	s.unlock()
-	dec := s.m.tok.NewValidDecoder(opts.Special)
-	if opts.RawBytes {
-		dec = s.m.tok.NewDecoder(opts.Special)
-	}
-	st := stopper{stops: slices.DeleteFunc(slices.Clone(opts.Stop), func(x string) bool { return x == "" })}
+	gen := genloop.New(genloop.Options{
+		Tokenizer: s.m.tok, Special: opts.Special, RawBytes: opts.RawBytes, IgnoreEOS: opts.IgnoreEOS,
+		Stop: opts.Stop, MaxTokens: opts.MaxTokens,
+	})
 	var sp *speculator
 	if k := s.m.opts.SpecDraft; k > 0 && !opts.NoSpeculation && !smp.Penalties() {
 		sp = &speculator{k: k}
@@ -164,30 +163,11 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 		if err != nil || !sampled {
 			return err
 		}
-		id := tok.ID
-		eog := !opts.IgnoreEOS && s.m.tok.IsEOG(id)
-		var piece string
-		if !eog {
-			piece, err = dec.Add(id)
-			if err != nil {
-				return fmt.Errorf("glmrun: %w", err)
-			}
+		st, err := gen.Add(tok.ID, filled)
+		if err != nil {
+			return fmt.Errorf("glmrun: %w", err)
 		}
-		text, hit := st.push(piece)
-		switch {
-		case hit:
-			tok.Stop = StopString
-		case eog:
-			tok.Stop = StopEOG
-		case opts.MaxTokens > 0 && stats.Generated >= opts.MaxTokens:
-			tok.Stop = StopLength
-		case filled:
-			tok.Stop = StopContext
-		}
-		if tok.Stop != StopNone && !hit {
-			text += st.flushWith(dec.Flush())
-		}
-		tok.Text = text
+		tok.Text, tok.Stop = st.Text, stopReasons[st.Reason]
 		stats.Stop = tok.Stop
 		if !yield(tok, nil) {
 			if stats.Stop == StopNone {
@@ -199,6 +179,16 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 			return nil
 		}
 	}
+}
+
+// stopReasons names genloop's reasons; Done does not occur in a library
+// generation.
+var stopReasons = [...]StopReason{
+	genloop.Running:    StopNone,
+	genloop.EOG:        StopEOG,
+	genloop.StopString: StopString,
+	genloop.Length:     StopLength,
+	genloop.Context:    StopContext,
 }
 
 // step runs the n-th step of a generation under the session's lock: it
@@ -237,17 +227,14 @@ func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts Gen
 		}
 		return Token{}, false, false, err
 	}
-	id, err := smp.Sample(logits)
+	want := opts.Logprobs || opts.TopLogprobs > 0
+	id, lp, err := genloop.Pick(smp, logits, nil, want, opts.TopLogprobs)
 	if err != nil {
 		return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
 	}
 	smp.Accept(id)
 	tok = Token{ID: id}
-	if opts.Logprobs || opts.TopLogprobs > 0 {
-		lp, err := smp.Logprobs(logits, id, opts.TopLogprobs)
-		if err != nil {
-			return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
-		}
+	if want {
 		tok.Logprob = lp.Chosen.Logprob
 		if opts.TopLogprobs > 0 {
 			tok.Top = slices.Clone(lp.Top)
@@ -262,50 +249,4 @@ func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts Gen
 	s.tokens = append(s.tokens, id)
 	stats.Generated++
 	return tok, true, len(s.tokens) >= s.ctxSize, nil
-}
-
-// stopper finds stop strings in streamed text, holding back a tail that may
-// be the start of one.
-type stopper struct {
-	stops []string
-	held  string
-}
-
-// push adds s to the stream and returns the text that can be emitted and
-// whether a stop string was found (the emitted text then ends before it and
-// the rest is dropped).
-func (st *stopper) push(s string) (string, bool) {
-	buf := st.held + s
-	st.held = ""
-	if len(st.stops) == 0 || buf == "" {
-		return buf, false
-	}
-	first := -1
-	for _, stop := range st.stops {
-		if i := strings.Index(buf, stop); i >= 0 && (first < 0 || i < first) {
-			first = i
-		}
-	}
-	if first >= 0 {
-		return buf[:first], true
-	}
-	keep := 0
-	for _, stop := range st.stops {
-		for k := min(len(stop)-1, len(buf)); k > keep; k-- {
-			if strings.HasSuffix(buf, stop[:k]) {
-				keep = k
-				break
-			}
-		}
-	}
-	st.held = buf[len(buf)-keep:]
-	return buf[:len(buf)-keep], false
-}
-
-// flushWith returns the held text followed by s (the decoder's last bytes)
-// when the stream ends without a stop string.
-func (st *stopper) flushWith(s string) string {
-	out := st.held + s
-	st.held = ""
-	return out
 }

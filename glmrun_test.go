@@ -209,42 +209,6 @@ func TestSeed(t *testing.T) {
 	}
 }
 
-func TestStopper(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		stops  []string
-		pieces []string
-		want   []string // emitted per piece
-		hit    int      // index of the piece that hits, -1 none
-	}{
-		{"none", nil, []string{"ab", "c"}, []string{"ab", "c"}, -1},
-		{"inside one piece", []string{"b"}, []string{"abc"}, []string{"a"}, 0},
-		{"across pieces", []string{"STOP"}, []string{"xS", "T", "OPy"}, []string{"x", "", ""}, 2},
-		{"false start", []string{"STOP"}, []string{"xST", "Ay"}, []string{"x", "STAy"}, -1},
-		{"earliest wins", []string{"cd", "b"}, []string{"a", "bcd"}, []string{"a", ""}, 1},
-		{"restart in held", []string{"aab"}, []string{"aa", "aab"}, []string{"", "aa"}, 1},
-		{"multibyte", []string{"é!"}, []string{"caf", "é", "!"}, []string{"caf", "", ""}, 2},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			st := stopper{stops: c.stops}
-			hit := -1
-			for i, p := range c.pieces {
-				out, h := st.push(p)
-				if out != c.want[i] {
-					t.Errorf("piece %d %q: emitted %q, want %q", i, p, out, c.want[i])
-				}
-				if h {
-					hit = i
-					break
-				}
-			}
-			if hit != c.hit {
-				t.Errorf("hit at %d, want %d", hit, c.hit)
-			}
-		})
-	}
-}
-
 // TestStopString stops on a string that spans two generated tokens.
 func TestStopString(t *testing.T) {
 	m := testModel(t, mini)

@@ -351,12 +351,12 @@ func (s *scheduler) publishSlots() {
 	for _, seq := range s.active {
 		remain := -1
 		if seq.req.maxTokens > 0 {
-			remain = seq.req.maxTokens - seq.generated
+			remain = seq.req.maxTokens - seq.generated()
 		}
 		infos = append(infos, slotInfo{
 			ID: id(seq.sess), IDTask: seq.task, NCtx: s.ctxSize, IsProcessing: true,
 			NCached: seq.prefilled + len(seq.fed), NPromptTokens: len(seq.req.prompt), NPromptCached: seq.cached,
-			NextToken: nextToken{HasNextToken: true, NRemain: remain, NDecoded: seq.generated},
+			NextToken: nextToken{HasNextToken: true, NRemain: remain, NDecoded: seq.generated()},
 		})
 	}
 	for _, sl := range s.pool {

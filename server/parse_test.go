@@ -103,27 +103,3 @@ func TestReplyParser(t *testing.T) {
 		}
 	}
 }
-
-func TestStopStrings(t *testing.T) {
-	for _, tc := range []struct {
-		text   string
-		stop   []string
-		index  int
-		prefix int
-	}{
-		{"hello world", nil, -1, 0},
-		{"hello world", []string{"wor"}, 6, 0},
-		{"hello wo", []string{"world"}, -1, 2},
-		{"hello w", []string{"world", "w"}, 6, 1},
-		{"abcab", []string{"abc", "bx"}, 0, 2},
-		{"xx", []string{"xxx"}, -1, 2},
-		{"hé", []string{"é!"}, -1, 2},
-	} {
-		if got := stopIndex(tc.text, tc.stop); got != tc.index {
-			t.Errorf("stopIndex(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.index)
-		}
-		if got := stopPrefixLen(tc.text, tc.stop); got != tc.prefix {
-			t.Errorf("stopPrefixLen(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.prefix)
-		}
-	}
-}

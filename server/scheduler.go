@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/glmrun/glmrun/internal/genloop"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/sample"
 	"github.com/glmrun/glmrun/model/tokenizer"
@@ -214,14 +214,12 @@ func (o *outbox) take() []event {
 type sequence struct {
 	req       *request
 	sess      *model.Session
-	prefilled int     // prompt tokens in the cache
-	cached    int     // of them, those the slot held already
-	fed       []int32 // generated tokens run through the model after the prompt
-	next      int32   // the token to feed at the next decode step
-	generated int
-	dec       *tokenizer.Decoder
-	held      string // decoded text not emitted yet (could start a stop string)
-	lps       []tokenLogprob
+	prefilled int               // prompt tokens in the cache
+	cached    int               // of them, those the slot held already
+	fed       []int32           // generated tokens run through the model after the prompt
+	next      int32             // the token to feed at the next decode step
+	gen       *genloop.Stream   // the reply's text and when it ends
+	lps       []tokenLogprob    // of the tokens whose text gen holds back
 	task      int64             // the request's number, GET /slots' id_task
 	spec      model.SpecBuffers // speculative decoding's draft logits
 }
@@ -441,10 +439,8 @@ func (s *scheduler) admit() bool {
 		s.metrics.prefixQueries.Add(int64(len(r.prompt)))
 		s.metrics.prefixHits.Add(int64(cached))
 		s.nTasks++
-		// Invalid UTF-8 from byte tokens becomes U+FFFD here, once for
-		// every consumer: the stream, the whole reply and stop strings.
 		s.active = append(s.active, &sequence{req: r, sess: sess, prefilled: cached, cached: cached,
-			dec: s.tok.NewValidDecoder(s.special), task: s.nTasks - 1})
+			gen: s.stream(r), task: s.nTasks - 1})
 		// Shown busy at once, before a long prefill runs.
 		s.publishSlots()
 	}
@@ -455,6 +451,21 @@ func (s *scheduler) admit() bool {
 		return true
 	}
 }
+
+// stream starts the per-token loop of r's reply. Invalid UTF-8 from byte
+// tokens becomes U+FFFD there, once for every consumer: the stream, the
+// whole reply and stop strings.
+func (s *scheduler) stream(r *request) *genloop.Stream {
+	return genloop.New(genloop.Options{
+		Tokenizer: s.tok, Special: s.special, Stop: r.stop, MaxTokens: r.maxTokens, Markers: r.markers,
+		Done: func(id int32) bool {
+			return id == r.endAfter || r.constraint.active() && r.constraint.m.Finished()
+		},
+	})
+}
+
+// generated returns the number of tokens seq has generated.
+func (seq *sequence) generated() int { return seq.gen.Generated() }
 
 // slot is a free session and the tokens whose latents its KV cache holds.
 type slot struct {
@@ -751,7 +762,7 @@ func (s *scheduler) draftLen(seq *sequence) int {
 	}
 	k := r.specMax
 	if r.maxTokens > 0 {
-		k = min(k, r.maxTokens-seq.generated-1)
+		k = min(k, r.maxTokens-seq.generated()-1)
 	}
 	pos := seq.sess.Pos()
 	k = min(k, s.ctxSize-pos-2)
@@ -806,24 +817,21 @@ type pick struct {
 func (s *scheduler) pickToken(seq *sequence, logits []float32) pick {
 	r := seq.req
 	var p pick
-	if seq.generated < len(r.script) {
-		p.id = r.script[seq.generated]
-	} else {
-		if r.constraint.active() {
-			if err := r.constraint.m.Apply(logits); err != nil {
-				p.sampleErr = fmt.Errorf("server: grammar: %w", err)
-				return p
+	if n := seq.generated(); n < len(r.script) {
+		p.id = r.script[n]
+		if r.logprobs && !s.tok.IsEOG(p.id) {
+			if p.lp, p.lpErr = r.sampler.Logprobs(logits, p.id, r.topLogprobs); p.lpErr != nil {
+				p.lpErr = fmt.Errorf("server: logprobs: %w", p.lpErr)
 			}
 		}
-		if p.id, p.sampleErr = r.sampler.Sample(logits); p.sampleErr != nil {
-			p.sampleErr = fmt.Errorf("server: sampling: %w", p.sampleErr)
-			return p
-		}
+		return p
 	}
-	if r.logprobs && !s.tok.IsEOG(p.id) {
-		if p.lp, p.lpErr = r.sampler.Logprobs(logits, p.id, r.topLogprobs); p.lpErr != nil {
-			p.lpErr = fmt.Errorf("server: logprobs: %w", p.lpErr)
-		}
+	var mask func([]float32) error
+	if r.constraint.active() {
+		mask = r.constraint.m.Apply
+	}
+	if p.id, p.lp, p.sampleErr = genloop.Pick(r.sampler, logits, mask, r.logprobs, r.topLogprobs); p.sampleErr != nil {
+		p.sampleErr = fmt.Errorf("server: sampling: %w", p.sampleErr)
 	}
 	return p
 }
@@ -869,13 +877,8 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 		s.fail(seq, fmt.Errorf("server: grammar: %w", err))
 		return
 	}
-	seq.generated++
 	s.metrics.genTokens.Add(1)
-	if s.tok.IsEOG(id) {
-		s.finish(seq, "stop", "")
-		return
-	}
-	if r.logprobs {
+	if r.logprobs && !s.tok.IsEOG(id) {
 		if p.lpErr != nil {
 			s.fail(seq, p.lpErr)
 			return
@@ -890,96 +893,41 @@ func (s *scheduler) onPick(seq *sequence, p pick) {
 		}
 		seq.lps = append(seq.lps, tl)
 	}
-	var text string
-	if m, ok := r.markers[id]; ok {
-		// A markup control token: the reply parser reads it by its marker
-		// and drops it from the reply. It ends an unfinished character,
-		// as its text would.
-		text = seq.dec.Flush() + string([]byte{m})
-	} else {
-		var err error
-		if text, err = seq.dec.Add(id); err != nil {
-			s.fail(seq, fmt.Errorf("server: detokenize: %w", err))
-			return
-		}
-	}
-	seq.held += text
-	if i, st := firstStop(seq.held, r.stop); i >= 0 {
-		seq.held = seq.held[:i]
-		s.finish(seq, "stop", st)
-		return
-	}
-	if id == r.endAfter || r.constraint.active() && r.constraint.m.Finished() {
-		s.finish(seq, "stop", "")
-		return
-	}
 	// The context holds the prompt and the whole reply.
-	if r.maxTokens > 0 && seq.generated >= r.maxTokens || len(r.prompt)+seq.generated >= s.ctxSize {
-		s.finish(seq, "length", "")
+	st, err := seq.gen.Add(id, len(r.prompt)+seq.generated()+1 >= s.ctxSize)
+	if err != nil {
+		s.fail(seq, fmt.Errorf("server: %w", err))
 		return
 	}
-	if keep := stopPrefixLen(seq.held, r.stop); keep < len(seq.held) {
-		cut := len(seq.held) - keep
-		r.out.put(event{text: seq.held[:cut], logprobs: seq.lps})
-		seq.held, seq.lps = seq.held[cut:], nil
+	switch st.Reason {
+	case genloop.Running:
+		if st.Text != "" {
+			r.out.put(event{text: st.Text, logprobs: seq.lps})
+			seq.lps = nil
+		}
+		seq.next = id
+	case genloop.Length, genloop.Context:
+		s.finish(seq, "length", st.Text, "")
+	default: // EOG, a stop string, the grammar's or the tool call's end
+		s.finish(seq, "stop", st.Text, st.StopString)
 	}
-	seq.next = id
 }
 
-// finish ends seq with reason, passing on the text still held back. After
-// the stop string stop (stop strings are never empty), the decoder's held
-// bytes follow it and are dropped.
-func (s *scheduler) finish(seq *sequence, reason, stop string) {
-	text := seq.held
-	if stop == "" {
-		text += seq.dec.Flush()
-	}
+// finish ends seq with reason and the reply's last text; stop is the stop
+// string that ended it, if one did.
+func (s *scheduler) finish(seq *sequence, reason, text, stop string) {
 	// Metrics and the slot are settled before the client hears the end, so a
 	// client that reads /metrics right after its reply sees its sequence done.
 	s.metrics.completed.Add(1)
 	s.release(seq, true)
 	seq.req.out.put(event{
 		text: text, logprobs: seq.lps, finish: reason, stop: stop,
-		usage: *cachedUsage(len(seq.req.prompt), seq.generated, seq.cached),
+		usage: *cachedUsage(len(seq.req.prompt), seq.generated(), seq.cached),
 	})
 }
 
 // fail ends seq with err.
 func (s *scheduler) fail(seq *sequence, err error) {
 	s.release(seq, false)
-	seq.req.out.put(event{err: err, usage: *cachedUsage(len(seq.req.prompt), seq.generated, seq.cached)})
-}
-
-// stopIndex returns the index of the earliest stop string in text, or -1.
-func stopIndex(text string, stop []string) int {
-	i, _ := firstStop(text, stop)
-	return i
-}
-
-// firstStop returns the index of the earliest stop string in text and
-// that string (the first listed of those starting there), or -1, "".
-func firstStop(text string, stop []string) (int, string) {
-	best, which := -1, ""
-	for _, st := range stop {
-		if i := strings.Index(text, st); i >= 0 && (best < 0 || i < best) {
-			best, which = i, st
-		}
-	}
-	return best, which
-}
-
-// stopPrefixLen returns the length of the longest suffix of text that is a
-// proper prefix of a stop string: text that must be held back because a
-// stop string may be completing.
-func stopPrefixLen(text string, stop []string) int {
-	best := 0
-	for _, st := range stop {
-		for n := min(len(st)-1, len(text)); n > best; n-- {
-			if strings.HasSuffix(text, st[:n]) {
-				best = n
-				break
-			}
-		}
-	}
-	return best
+	seq.req.out.put(event{err: err, usage: *cachedUsage(len(seq.req.prompt), seq.generated(), seq.cached)})
 }
