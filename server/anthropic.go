@@ -272,7 +272,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, hr *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel() // frees the slot whenever the handler returns
-	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.StopSequences, false, 0, s.markers, extras{oneCall: prep.oneCall})
+	r, e := s.start(ctx, prep.prompt, prep.sampler, prep.maxTokens, req.StopSequences, false, 0, s.markers, extras{oneCall: prep.oneCall, grammar: prep.grammar})
 	if e != nil {
 		writeAnthropicError(w, e)
 		return

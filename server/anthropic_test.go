@@ -607,7 +607,7 @@ func TestMessagesStop(t *testing.T) {
 // it shares with what the slot holds (the previous prompt and reply).
 func TestMessagesUsage(t *testing.T) {
 	tok := testModel(t).tok
-	reply := scriptFor(tok, "Four.", "<|user|>")
+	reply := replyScript(tok, "Four.", "<|user|>")
 	rec := &recorder{emit: reply}
 	// One slot: the second request finds the first's tokens in it.
 	ts := newTestServer(t, func(c *Config) { c.Parallel = 1 }, rec.script)
@@ -647,7 +647,7 @@ func TestMessagesUsage(t *testing.T) {
 			}
 			// The slot keeps the prompt and the reply's tokens fed back
 			// (all but the end token).
-			script := reply(nil)
+			script := reply(rec.last(t))
 			held := append(slices.Clone(rec.last(t)), script[:len(script)-1]...)
 
 			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(anthropic.NewTextBlock("Four.")),

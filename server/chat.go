@@ -206,7 +206,8 @@ type chatPrep struct {
 	// tool_choice forces a tool call: "<tool_call>" and the function's
 	// name if it names one. The reply parser reads it first.
 	forced string
-	// grammar constrains the reply's content (response_format, grammar).
+	// grammar constrains the reply's content (response_format, grammar),
+	// or the rest of a forced tool call (forcedCallGrammar).
 	grammar *grammar.Grammar
 	// oneCall ends the reply after its first tool call
 	// (parallel_tool_calls false, disable_parallel_tool_use).
@@ -276,11 +277,14 @@ func (s *Server) prepareChat(req *chatRequest) (*chatPrep, *apiError) {
 	if e := s.checkPromptLen("messages", len(r.prompt)); e != nil {
 		return nil, e
 	}
-	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
-	p.oneCall = req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(p.tools) > 0
-	if p.grammar != nil && p.forced != "" {
+	if p.grammar != nil && r.forced != "" {
 		return nil, invalid("tool_choice", "tool_choice forces a tool call, which response_format or grammar would not let through")
 	}
+	p.prompt, p.thinking, p.tools, p.forced = r.prompt, r.thinking, r.tools, r.forced
+	if r.grammar != nil {
+		p.grammar = r.grammar
+	}
+	p.oneCall = req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(p.tools) > 0
 	return p, nil
 }
 
@@ -374,6 +378,13 @@ func (s *Server) renderChat(t *chatTurn) (*chatPrep, *apiError) {
 	// The template writes the BOS text itself ("[gMASK]<sop>"): parse it,
 	// add nothing, as the library's Chat does.
 	p.prompt = s.tok.Encode(text, false, true)
+	if t.force {
+		g, err := s.forcedCallGrammar(t.tools, t.forceName)
+		if err != nil {
+			return nil, invalid("tool_choice", "%v", err)
+		}
+		p.grammar = g
+	}
 	return p, nil
 }
 

@@ -270,7 +270,7 @@ const weatherTools = `[` + weatherToolJSON + `]`
 // prompt prepareChat builds, and as many tokens as the chat's
 // usage.prompt_tokens.
 func TestApplyTemplate(t *testing.T) {
-	ts := newTestServer(t, nil, scriptFor(testModel(t).tok, "ok", "<|user|>"))
+	ts := newTestServer(t, nil, replyScript(testModel(t).tok, "ok", "<|user|>"))
 	const user = `{"role": "user", "content": "What is the weather in Paris?"}`
 	for _, tc := range []struct {
 		name, fields string // fields: the body's members besides max_tokens

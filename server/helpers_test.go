@@ -231,3 +231,21 @@ func sseLines(t testing.TB, body []byte) []string {
 }
 
 var _ = context.Background
+
+// replyScript is scriptFor's script, except for a prompt that ends with a
+// forced tool call's opening (tool_choice): that one gets the rest of a
+// get_weather call for Paris, which the forced call's grammar lets through.
+func replyScript(tok *tokenizer.Tokenizer, text, end string) func([]int32) []int32 {
+	const call = "<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+	plain, named, any := scriptFor(tok, text, end), scriptFor(tok, call, end), scriptFor(tok, "get_weather"+call, end)
+	return func(p []int32) []int32 {
+		s, _ := tok.Decode(p, true)
+		switch {
+		case strings.HasSuffix(s, "<tool_call>get_weather"):
+			return named(p)
+		case strings.HasSuffix(s, "<tool_call>"):
+			return any(p)
+		}
+		return plain(p)
+	}
+}

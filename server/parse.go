@@ -356,9 +356,8 @@ func toolParamTypes(tools []json.RawMessage) map[string]map[string]string {
 		params := make(map[string]string)
 		for k, p := range t.Function.Parameters.Properties {
 			var typ string
-			if json.Unmarshal(p.Type, &typ) == nil {
-				params[k] = typ
-			}
+			_ = json.Unmarshal(p.Type, &typ) // a list of types, or none: ""
+			params[k] = typ
 		}
 		out[t.Function.Name] = params
 	}

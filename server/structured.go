@@ -14,8 +14,10 @@ import (
 // reasoning block it waits for the </think> that closes it, so a thinking
 // model still thinks freely. The log-probabilities reported are those of
 // the constrained distribution, the one the token was drawn from. A
-// constrained reply has no tool calls (control tokens never fit a grammar),
-// and it ends as soon as the grammar is complete and nothing can follow.
+// response_format reply has no tool calls (its grammar names no control
+// token); a forced tool call is constrained the same way by a grammar that
+// does (forcedCallGrammar). A reply ends as soon as its grammar is complete
+// and nothing can follow.
 
 // responseFormat is OpenAI's response_format; schema is llama-server's
 // shorthand {"type": "json_object", "schema": {...}}.

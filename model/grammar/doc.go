@@ -2,6 +2,13 @@
 // (the notation llama.cpp's server takes in its "grammar" field) or a JSON
 // Schema compiled to one.
 //
+// Besides literals, classes, "." and rule references, a grammar may name a
+// token by its id, <[N]> (llama.cpp's notation): it matches exactly that
+// token, whatever its text, which is how a grammar lets through control
+// tokens such as GLM's <tool_call>, whose text is never generated. A
+// token that both a reference and the text could match is taken as the
+// reference.
+//
 // Parse compiles GBNF text into a Grammar. A Matcher follows one generation
 // through it: Allowed reports, for the current position, which tokens of a
 // Vocab may come next (a token is allowed when all of its bytes can be

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,10 @@ func TestParseErrors(t *testing.T) {
 		{"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
 		{`::= "a"`, "expected a rule name"},
 		{`root ::= @`, `unexpected '@'`},
+		{`root ::= <[12`, "unterminated token reference"},
+		{`root ::= <[x]>`, `bad token id "x"`},
+		{`root ::= <[-1]>`, "bad token id"},
+		{`root ::= <[9999999999]>`, "bad token id"},
 	} {
 		_, err := Parse(tc.src)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -226,6 +231,77 @@ func TestMaskMatchesPerToken(t *testing.T) {
 					break
 				}
 			}
+		}
+	}
+}
+
+// TestTokenReferences: <[N]> matches token N whatever its text, control
+// tokens (no text) included; "." and negated classes never match a token.
+func TestTokenReferences(t *testing.T) {
+	// 0-2: text, 3 and 4: control tokens without text, 5: end.
+	pieces := []string{"a", "b", "ab", "", "", ""}
+	v, err := NewVocab(pieces, []int32{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(m *Matcher) []int32 {
+		mask, err := m.Allowed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int32
+		for id := range int32(len(pieces)) {
+			if mask[id/64]&(1<<(id%64)) != 0 {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		src    string
+		tokens []int32
+		fits   bool
+		next   []int32 // allowed after tokens, when they fit
+		done   bool    // Finished after them
+	}{
+		{`root ::= <[3]> "a"+ <[4]>`, nil, true, []int32{3}, false},
+		{`root ::= <[3]> "a"+ <[4]>`, []int32{3}, true, []int32{0}, false},
+		{`root ::= <[3]> "a"+ <[4]>`, []int32{3, 0}, true, []int32{0, 4}, false},
+		{`root ::= <[3]> "a"+ <[4]>`, []int32{3, 0, 4}, true, []int32{5}, true},
+		{`root ::= <[3]> "a"+ <[4]>`, []int32{4}, false, nil, false},
+		{`root ::= <[3]> "a"+ <[4]>`, []int32{3, 2}, false, nil, false},
+		{`root ::= .* <[4]>`, []int32{0, 1, 2}, true, []int32{0, 1, 2, 4}, false},
+		{`root ::= .*`, []int32{3}, false, nil, false},
+		{`root ::= [^a]*`, []int32{1, 3}, false, nil, false},
+		{`root ::= <[2]> | "b"`, []int32{2}, true, []int32{5}, true}, // a text token by id
+	} {
+		g, err := Parse(tc.src)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.src, err)
+		}
+		m, err := g.NewMatcher(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fits := true
+		for _, id := range tc.tokens {
+			if err := m.Accept(id); err != nil {
+				fits = false
+				break
+			}
+		}
+		if fits != tc.fits {
+			t.Errorf("%q after %v: fits %v, want %v", tc.src, tc.tokens, fits, tc.fits)
+			continue
+		}
+		if !fits {
+			continue
+		}
+		if got := allowed(m); !slices.Equal(got, tc.next) {
+			t.Errorf("%q after %v: allowed %v, want %v", tc.src, tc.tokens, got, tc.next)
+		}
+		if m.Finished() != tc.done {
+			t.Errorf("%q after %v: Finished %v, want %v", tc.src, tc.tokens, m.Finished(), tc.done)
 		}
 	}
 }

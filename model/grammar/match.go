@@ -291,6 +291,18 @@ func (m *Matcher) Accept(id int32) error {
 	if id < 0 || int(id) >= m.v.n {
 		return fmt.Errorf("grammar: token id %d out of range [0, %d)", id, m.v.n)
 	}
+	if m.p.need == 0 {
+		// A token reference (<[id]>) in the grammar takes the token
+		// whatever its text.
+		st, err := m.a.advance(m.st, tokenBase+id)
+		if err != nil {
+			return err
+		}
+		if st != m.a.dead {
+			m.st = st
+			return nil
+		}
+	}
 	if m.v.eog[id] {
 		if !m.Accepting() {
 			return fmt.Errorf("grammar: end-of-generation token %d before the text is complete", id)
@@ -334,6 +346,9 @@ func (m *Matcher) Allowed() ([]uint64, error) {
 	if err := m.walk(0, m.st, m.p, mask); err != nil {
 		return nil, err
 	}
+	if m.p.need == 0 {
+		m.markTokens(mask)
+	}
 	if m.Accepting() {
 		for _, id := range m.v.eogIDs {
 			mask[id/64] |= 1 << (id % 64)
@@ -344,6 +359,25 @@ func (m *Matcher) Allowed() ([]uint64, error) {
 	}
 	m.masks[k] = mask
 	return mask, nil
+}
+
+// markTokens marks the tokens the grammar names by id (<[N]>) at the
+// current state.
+func (m *Matcher) markTokens(mask []uint64) {
+	for _, s := range m.st.stacks {
+		e := &m.a.g.elems[s.pos]
+		if e.neg {
+			continue
+		}
+		for _, r := range e.ranges {
+			if r.hi < tokenBase {
+				continue
+			}
+			for id := int(max(r.lo, tokenBase) - tokenBase); id <= int(r.hi-tokenBase) && id < m.v.n; id++ {
+				mask[id/64] |= 1 << (id % 64)
+			}
+		}
+	}
 }
 
 // walk marks the tokens under trie node n that can be matched from (st, p).

@@ -26,7 +26,20 @@ type elem struct {
 	ranges []cpRange
 }
 
+// tokenBase is the code point that stands for token 0 in a grammar: a
+// token reference <[N]> is the one-point range tokenBase+N. Text never
+// decodes beyond U+10FFFF, so only the token itself matches it, and
+// negated classes and "." never do.
+const tokenBase rune = utf8.MaxRune + 1
+
+// maxTokenID bounds the ids of token references, keeping tokenBase+N an
+// int32.
+const maxTokenID = 1 << 30
+
 func (e *elem) matches(c rune) bool {
+	if c >= tokenBase && e.neg {
+		return false
+	}
 	in := false
 	for _, r := range e.ranges {
 		if c >= r.lo && c <= r.hi {
@@ -337,6 +350,21 @@ func (p *parser) item(depth int) ([]elem, error) {
 	case c == '.':
 		p.pos++
 		return []elem{{kind: elemChars, neg: true}}, nil
+	case c == '<' && p.pos+1 < len(p.src) && p.src[p.pos+1] == '[':
+		// <[N]>: the token with id N, whatever its text (a control token
+		// has none), as llama.cpp's GBNF writes it.
+		end := strings.Index(p.src[p.pos:], "]>")
+		if end < 0 {
+			return nil, p.errorf("unterminated token reference")
+		}
+		digits := p.src[p.pos+2 : p.pos+end]
+		id, err := strconv.ParseUint(digits, 10, 32)
+		if err != nil || id >= maxTokenID {
+			return nil, p.errorf("bad token id %q in <[...]>", digits)
+		}
+		p.pos += end + 2
+		t := tokenBase + rune(id)
+		return []elem{{kind: elemChars, ranges: []cpRange{{t, t}}}}, nil
 	case c == '(':
 		p.pos++
 		alts, err := p.alternatives(depth + 1)

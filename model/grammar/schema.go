@@ -10,8 +10,12 @@ import (
 
 // JSONGrammar is the GBNF of any JSON object, what response_format
 // {"type": "json_object"} asks for.
-const JSONGrammar = `root ::= object
-value ::= object | array | string | number | boolean | null
+const JSONGrammar = "root ::= object\n" + JSONValueRules
+
+// JSONValueRules are the GBNF rules of JSON values, without a root: value,
+// object, array, string, number, integer, boolean, null and ws, for a
+// grammar that embeds JSON.
+const JSONValueRules = `value ::= object | array | string | number | boolean | null
 object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
 array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
 ` + jsonTerminals
@@ -172,8 +176,8 @@ func encodeJSON(b *bytes.Buffer, v any) {
 	}
 }
 
-// literal is s as a GBNF string literal.
-func literal(s string) string {
+// Literal returns s as a GBNF string literal, escaped as Parse reads it.
+func Literal(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
@@ -260,14 +264,14 @@ func (c *schemaCompiler) compileObject(s *ordered, path string) (string, error) 
 		for i, x := range list {
 			var b bytes.Buffer
 			encodeJSON(&b, x)
-			alts[i] = literal(b.String())
+			alts[i] = Literal(b.String())
 		}
 		return c.rule(strings.Join(alts, " | ")), nil
 	}
 	if x, ok := s.vals["const"]; ok {
 		var b bytes.Buffer
 		encodeJSON(&b, x)
-		return literal(b.String()), nil
+		return Literal(b.String()), nil
 	}
 	if a, ok := s.vals["anyOf"]; ok {
 		list, ok := a.([]any)
@@ -533,7 +537,7 @@ func (c *schemaCompiler) compileProperties(s *ordered, path string) (string, err
 			return "", err
 		}
 		kb, _ := json.Marshal(name)
-		kv := literal(string(kb)) + ` ws ":" ws ` + r + " ws"
+		kv := Literal(string(kb)) + ` ws ":" ws ` + r + " ws"
 		if required[name] {
 			req = append(req, kv)
 		} else {
