@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"golang.org/x/sys/unix"
+	"github.com/glmrun/glmrun/internal/mmap"
 
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -168,19 +168,14 @@ func mapFile(path string) ([]byte, error) {
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("gguf: %s: file of %d bytes is too large to map", path, size)
 	}
-	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := mmap.File(fd, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %s: mmap: %w", path, err)
 	}
 	return m, nil
 }
 
-func unmap(m []byte) error {
-	if len(m) == 0 {
-		return nil
-	}
-	return unix.Munmap(m)
-}
+func unmap(m []byte) error { return mmap.Unmap(m) }
 
 // splitCount returns the split.count of a parsed file, or 0 if it has none.
 func splitCount(path string, h *header) (int, error) {

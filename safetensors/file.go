@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/glmrun/glmrun/internal/mmap"
 )
 
 // MaxHeaderSize bounds the JSON header, as the reference implementation
@@ -106,10 +106,7 @@ func (f *File) Tensor(name string) (*Tensor, bool) {
 func (f *File) Close() error {
 	m := f.mapped
 	f.mapped = nil
-	if len(m) == 0 {
-		return nil
-	}
-	return unix.Munmap(m)
+	return mmap.Unmap(m)
 }
 
 // Open maps and validates the safetensors file at path.
@@ -120,9 +117,7 @@ func Open(path string) (*File, error) {
 	}
 	f, err := Parse(path, m)
 	if err != nil {
-		if len(m) > 0 {
-			unix.Munmap(m)
-		}
+		mmap.Unmap(m)
 		return nil, err
 	}
 	f.mapped = m
@@ -149,7 +144,7 @@ func mapFile(path string) ([]byte, error) {
 	if size > math.MaxInt {
 		return nil, &FormatError{Path: path, Msg: fmt.Sprintf("file of %d bytes is too large to map", size)}
 	}
-	m, err := unix.Mmap(int(fd.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := mmap.File(fd, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: mmap: %w", path, err)
 	}
@@ -368,5 +363,5 @@ func (f *File) EvictRange(t *Tensor, from, to int64) error {
 	if start >= end {
 		return nil
 	}
-	return unix.Madvise(f.mapped[start:end], unix.MADV_DONTNEED)
+	return mmap.DontNeed(f.mapped[start:end])
 }

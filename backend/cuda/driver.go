@@ -48,20 +48,20 @@ type driver struct {
 	cuLaunchKernel               func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params, extra unsafe.Pointer) int32
 }
 
-// libraryPath is the driver library to load: $GLMRUN_LIBCUDA or
-// libcuda.so.1.
+// libraryPath is the driver library to load: $GLMRUN_LIBCUDA or the
+// system's (libcuda.so.1, nvcuda.dll on Windows).
 func libraryPath() string {
 	if p := os.Getenv("GLMRUN_LIBCUDA"); p != "" {
 		return p
 	}
-	return "libcuda.so.1"
+	return defaultLibrary
 }
 
 // loadDriver opens the driver library and binds every function with
-// Dlsym + RegisterFunc (RegisterLibFunc would panic on a missing symbol).
+// librarySymbol + RegisterFunc (RegisterLibFunc would panic on a missing symbol).
 // Failures wrap ErrNoDriver and list every missing name.
 func loadDriver(path string) (*driver, error) {
-	lib, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	lib, err := openLibrary(path)
 	if err != nil {
 		msg := err.Error()
 		if !strings.Contains(msg, path) {
@@ -108,7 +108,7 @@ func loadDriver(path string) (*driver, error) {
 	}
 	var missing []string
 	for _, s := range syms {
-		p, err := purego.Dlsym(lib, s.name)
+		p, err := librarySymbol(lib, s.name)
 		if err != nil || p == 0 {
 			missing = append(missing, s.name)
 			continue
@@ -116,7 +116,7 @@ func loadDriver(path string) (*driver, error) {
 		purego.RegisterFunc(s.fn, p)
 	}
 	if len(missing) > 0 {
-		purego.Dlclose(lib)
+		closeLibrary(lib)
 		return nil, fmt.Errorf("%w: %s lacks %s", ErrNoDriver, path, strings.Join(missing, ", "))
 	}
 	return d, nil

@@ -102,14 +102,10 @@ func fakeLog(t testing.TB) string {
 	if onGPU() {
 		t.Skip("inspects the fake driver's log")
 	}
-	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logFn func() uintptr
 	var reset func()
-	purego.RegisterLibFunc(&logFn, lib, "fake_log")
-	purego.RegisterLibFunc(&reset, lib, "fake_log_reset")
+	fakeFunc(t, "fake_log", &logFn)
+	fakeFunc(t, "fake_log_reset", &reset)
 	s := cString(logFn())
 	reset()
 	return s
@@ -122,11 +118,21 @@ func fakeStats(t testing.TB) string {
 	if onGPU() {
 		return "(real driver)"
 	}
-	lib, err := purego.Dlopen(fake.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	var stats func() uintptr
+	fakeFunc(t, "fake_stats", &stats)
+	return cString(stats())
+}
+
+// fakeFunc binds fn to the fake driver's test function name.
+func fakeFunc(t testing.TB, name string, fn any) {
+	t.Helper()
+	lib, err := openLibrary(fake.path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stats func() uintptr
-	purego.RegisterLibFunc(&stats, lib, "fake_stats")
-	return cString(stats())
+	p, err := librarySymbol(lib, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purego.RegisterFunc(fn, p)
 }

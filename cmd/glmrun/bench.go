@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/glmrun/glmrun"
@@ -389,15 +388,6 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
-}
-
-// cpuSeconds returns the user and system CPU time of the process so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // loadAverage returns the 1-minute load average of /proc/loadavg, or 0.

@@ -17,8 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/mmap"
 	"github.com/glmrun/glmrun/tensor"
-	"golang.org/x/sys/unix"
 )
 
 const quantizeUsage = `usage: glmrun quantize [flags] IN.gguf OUT.gguf TYPE
@@ -461,7 +461,7 @@ func quantReleasePages(b []byte) {
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start := int((page - addr%page) % page)
 	end := start + (len(b)-start)/int(page)*int(page)
-	_ = unix.Madvise(b[start:end], unix.MADV_DONTNEED)
+	_ = mmap.DontNeed(b[start:end])
 }
 
 // quantGetBuf returns a buffer of n bytes, reusing a returned one when it is

@@ -1,0 +1,37 @@
+// Package mmap maps files read-only into memory, on Unix with mmap(2) and on
+// Windows with a file mapping view, so that model weights are read in place
+// and share the page cache.
+package mmap
+
+import (
+	"fmt"
+	"os"
+)
+
+// File maps the first size bytes of f read-only (size > 0). The mapping
+// outlives f: f may be closed at once. Unmap releases it.
+func File(f *os.File, size int) ([]byte, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("mmap: %s: size %d", f.Name(), size)
+	}
+	return mapFile(f, size)
+}
+
+// Unmap releases a mapping File returned. An empty b does nothing.
+func Unmap(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unmap(b)
+}
+
+// DontNeed tells the system that the pages of b (page-aligned, inside a
+// mapping) will not be read soon: they leave the process's resident set
+// and stay in the page cache. It is advice; where the system has no such
+// call it does nothing.
+func DontNeed(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return dontNeed(b)
+}

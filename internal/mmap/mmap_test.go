@@ -1,0 +1,41 @@
+package mmap
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestFile(t *testing.T) {
+	want := bytes.Repeat([]byte("glmrun "), 3000) // more than a page
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := File(f, len(want))
+	f.Close() // the mapping outlives the file
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("the mapping differs from the file")
+	}
+	page := os.Getpagesize()
+	if err := DontNeed(b[:page]); err != nil {
+		t.Errorf("DontNeed: %v", err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("the mapping changed after DontNeed")
+	}
+	if err := Unmap(b); err != nil {
+		t.Errorf("Unmap: %v", err)
+	}
+	if _, err := File(f, 0); err == nil {
+		t.Error("a mapping of 0 bytes was made")
+	}
+}
