@@ -66,6 +66,10 @@ func DotKernel(t Type) (DotFunc, error) {
 		return DotQ51Q81, nil
 	case IQ4_NL:
 		return DotIQ4NLQ80, nil
+	case Q2_K:
+		return DotQ2KQ8K, nil
+	case Q3_K:
+		return DotQ3KQ8K, nil
 	case Q4_K:
 		return DotQ4KQ8K, nil
 	case Q5_K:
@@ -126,6 +130,8 @@ const (
 	dotSizeQ81  = 36  // Q8_1: d, s f16 · qs i8[32] (s = d·Σqs)
 	dotSizeIQNL = 18  // IQ4_NL: d f16 · qs u8[16]
 	dotSizeQ8K  = 292 // Q8_K: d f32 · qs i8[256] · bsums i16[16]
+	dotSizeQ2K  = 84  // Q2_K: scales[16] · qs[64] · d, dmin f16
+	dotSizeQ3K  = 110 // Q3_K: hmask[32] · qs[64] · scales[12] · d f16
 	dotSizeQ4K  = 144 // Q4_K: d, dmin f16 · scales[12] · qs[128]
 	dotSizeQ5K  = 176 // Q5_K: d, dmin f16 · scales[12] · qh[32] · qs[128]
 	dotSizeQ6K  = 210 // Q6_K: ql[128] · qh[64] · scales i8[16] · d f16
@@ -166,6 +172,16 @@ func DotQ51Q81(w, act []byte, n int) float32 {
 func DotIQ4NLQ80(w, act []byte, n int) float32 {
 	nb := dotBlocks("DotIQ4NLQ80", w, act, n, 32, dotSizeIQNL, dotSizeQ80)
 	return dotIQ4NLQ80(w, act, nb)
+}
+
+// DotQ2KQ8K is the DotFunc of Q2_K weights (activations Q8_K).
+func DotQ2KQ8K(w, act []byte, n int) float32 {
+	return dotQ2KQ8K(w, act, dotBlocks("DotQ2KQ8K", w, act, n, 256, dotSizeQ2K, dotSizeQ8K))
+}
+
+// DotQ3KQ8K is the DotFunc of Q3_K weights (activations Q8_K).
+func DotQ3KQ8K(w, act []byte, n int) float32 {
+	return dotQ3KQ8K(w, act, dotBlocks("DotQ3KQ8K", w, act, n, 256, dotSizeQ3K, dotSizeQ8K))
 }
 
 // DotQ4KQ8K is the DotFunc of Q4_K weights (activations Q8_K).

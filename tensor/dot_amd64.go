@@ -100,6 +100,8 @@ var dotKernels = map[Type]struct {
 	Q4_1:   {dotQ41Q81Generic, dotQ41Q81AVX2, nil},
 	Q5_1:   {dotQ51Q81Generic, dotQ51Q81AVX2, nil},
 	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
+	Q2_K:   {dotQ2KQ8KGeneric, nil, nil},
+	Q3_K:   {dotQ3KQ8KGeneric, nil, nil},
 	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
 	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
 	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
@@ -200,6 +202,9 @@ func dotQ4KQ8K(x, y []byte, nb int) float32 {
 	}
 	return dotQ4KQ8KGeneric(x, y, nb)
 }
+
+func dotQ2KQ8K(x, y []byte, nb int) float32 { return dotQ2KQ8KGeneric(x, y, nb) }
+func dotQ3KQ8K(x, y []byte, nb int) float32 { return dotQ3KQ8KGeneric(x, y, nb) }
 
 func dotQ5KQ8K(x, y []byte, nb int) float32 {
 	if dotAVX2 && nb > 0 {

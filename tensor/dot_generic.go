@@ -166,6 +166,75 @@ func dotKFinish(sumf float32, sums *[8]float32) float32 {
 	return sumf
 }
 
+// dotQ2KQ8KGeneric sums each block's integer products per sub-block of 16
+// (scale sc&15, min sc>>4): sumf += d·dy·Σ sc·Σ q·a − dmin·dy·Σ m·bsums.
+func dotQ2KQ8KGeneric(x, y []byte, nb int) float32 {
+	var sumf float32
+	for i := range nb {
+		xb := (*[dotSizeQ2K]byte)(x[i*dotSizeQ2K:])
+		yb := (*[dotSizeQ8K]byte)(y[i*dotSizeQ8K:])
+		var summ, isum int32
+		for k := range 16 {
+			summ += dotQ8KBsum(yb, k) * int32(xb[k]>>4)
+		}
+		for h := range 2 {
+			qs := xb[16+32*h : 48+32*h]
+			for p := range 4 {
+				shift := 2 * p
+				for half := range 2 {
+					sub := 8*h + 2*p + half
+					a := yb[4+16*sub : 20+16*sub]
+					var s int32
+					for l := range 16 {
+						s += int32(int8(a[l])) * int32(qs[16*half+l]>>shift&3)
+					}
+					isum += int32(xb[sub]&15) * s
+				}
+			}
+		}
+		dy := dotQ8KD(yb[:], 0)
+		dall := dotF16At(xb[:], 80) * dy
+		dmin := dotF16At(xb[:], 82) * dy
+		sumf += float32(dall*float32(isum)) - float32(dmin*float32(summ))
+	}
+	return sumf
+}
+
+// dotQ3KQ8KGeneric keeps eight float lanes as dotQ4KQ8KGeneric does: lane l
+// sums d·dy·aux32[l], where aux32[l] collects (S−32)·v·a over the elements
+// whose index is l modulo 8, v = q − 4 where the hmask bit is clear.
+func dotQ3KQ8KGeneric(x, y []byte, nb int) float32 {
+	var sums [8]float32
+	for i := range nb {
+		xb := (*[dotSizeQ3K]byte)(x[i*dotSizeQ3K:])
+		yb := (*[dotSizeQ8K]byte)(y[i*dotSizeQ8K:])
+		sc := xb[96:108]
+		var aux32 [8]int32
+		for h := range 2 {
+			qs := xb[32+32*h : 64+32*h]
+			for p := range 4 {
+				shift, hb := 2*p, 4*h+p
+				for half := range 2 {
+					sub := 8*h + 2*p + half
+					lo := sc[sub%8] >> (4 * (sub / 8)) & 15
+					hi := sc[8+sub%4] >> (2 * (sub / 4)) & 3
+					scale := int32(lo|hi<<4) - 32
+					a := yb[4+16*sub : 20+16*sub]
+					for l := range 16 {
+						v := int32(qs[16*half+l]>>shift&3) - int32(^xb[16*half+l]>>hb&1)<<2
+						aux32[l%8] += scale * (v * int32(int8(a[l])))
+					}
+				}
+			}
+		}
+		d := dotF16At(xb[:], 108) * dotQ8KD(yb[:], 0)
+		for l := range sums {
+			sums[l] += float32(d * float32(aux32[l]))
+		}
+	}
+	return dotKFinish(0, &sums)
+}
+
 // dotQ4KQ8KGeneric keeps ggml's eight float lanes: lane l sums
 // d·aux32[l], where aux32[l] collects sc_j·x·y over the elements whose index
 // is l modulo 8; the mins enter through the activation's bsums as

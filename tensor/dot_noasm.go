@@ -11,6 +11,8 @@ var dotTwins = map[Type]func(x, y []byte, nb int) float32{
 	Q4_1:   dotQ41Q81Generic,
 	Q5_1:   dotQ51Q81Generic,
 	IQ4_NL: dotIQ4NLQ80Generic,
+	Q2_K:   dotQ2KQ8KGeneric,
+	Q3_K:   dotQ3KQ8KGeneric,
 	Q4_K:   dotQ4KQ8KGeneric,
 	Q5_K:   dotQ5KQ8KGeneric,
 	Q6_K:   dotQ6KQ8KGeneric,
@@ -35,6 +37,8 @@ func dotQ50Q80(x, y []byte, nb int) float32   { return dotQ50Q80Generic(x, y, nb
 func dotQ41Q81(x, y []byte, nb int) float32   { return dotQ41Q81Generic(x, y, nb) }
 func dotQ51Q81(x, y []byte, nb int) float32   { return dotQ51Q81Generic(x, y, nb) }
 func dotIQ4NLQ80(x, y []byte, nb int) float32 { return dotIQ4NLQ80Generic(x, y, nb) }
+func dotQ2KQ8K(x, y []byte, nb int) float32   { return dotQ2KQ8KGeneric(x, y, nb) }
+func dotQ3KQ8K(x, y []byte, nb int) float32   { return dotQ3KQ8KGeneric(x, y, nb) }
 func dotQ4KQ8K(x, y []byte, nb int) float32   { return dotQ4KQ8KGeneric(x, y, nb) }
 func dotQ5KQ8K(x, y []byte, nb int) float32   { return dotQ5KQ8KGeneric(x, y, nb) }
 func dotQ6KQ8K(x, y []byte, nb int) float32   { return dotQ6KQ8KGeneric(x, y, nb) }

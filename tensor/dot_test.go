@@ -10,7 +10,7 @@ import (
 )
 
 // dotTypes are the weight types with a dot kernel.
-var dotTypes = []Type{Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16}
+var dotTypes = []Type{Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16}
 
 // dotFill says how the test blocks are filled.
 type dotFill struct {
@@ -91,6 +91,15 @@ func dotWeights(t Type, nb int, f *dotFill, r *rand.Rand) []byte {
 			fill(blk[4:16], f.sub)
 			put16(blk, 0)
 			put16(blk, 2)
+		case Q2_K:
+			fill(blk[:16], f.sub)
+			fill(blk[16:80], f.quant)
+			put16(blk, 80)
+			put16(blk, 82)
+		case Q3_K:
+			fill(blk[:96], f.quant)
+			fill(blk[96:108], f.sub)
+			put16(blk, 108)
 		case Q6_K:
 			fill(blk[:192], f.quant)
 			fill(blk[192:208], f.sub)
@@ -168,7 +177,7 @@ func dotActs(t Type, nb int, f *dotFill, r *rand.Rand) []byte {
 
 // dotMagnitude returns Σ|terms| of the dot product in float64: the size of
 // the numbers whose float32 sum the kernels form, which bounds their
-// rounding error. For Q4_K and Q5_K the min terms count separately.
+// rounding error. For Q2_K, Q4_K and Q5_K the min terms count separately.
 func dotMagnitude(t *testing.T, wt Type, w, act []byte, n int) float64 {
 	t.Helper()
 	wf := make([]float32, n)
@@ -191,6 +200,15 @@ func dotMagnitude(t *testing.T, wt Type, w, act []byte, n int) float64 {
 			mag += m * s
 			for k := range 32 {
 				mag += m * math.Abs(float64(af[32*i+k]))
+			}
+		}
+	}
+	if wt == Q2_K {
+		for i := range n / 256 {
+			blk := w[i*84:]
+			dmin := math.Abs(float64(F16ToF32(binary.LittleEndian.Uint16(blk[82:]))))
+			for k := range 256 {
+				mag += dmin * float64(blk[k/16]>>4) * math.Abs(float64(af[256*i+k]))
 			}
 		}
 	}
@@ -395,7 +413,7 @@ func TestDotRowQuantized(t *testing.T) {
 }
 
 func TestDotKernelErrors(t *testing.T) {
-	for _, wt := range []Type{Q2_K, Q3_K, IQ2_XXS, I8, Q8_K, Q8_1, Type(99)} {
+	for _, wt := range []Type{IQ2_XXS, IQ1_S, I8, Q8_K, Q8_1, Type(99)} {
 		if _, err := DotKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("DotKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}

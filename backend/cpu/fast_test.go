@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -20,10 +21,16 @@ import (
 // applies.
 func TestFastMatMul(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q5_K, tensor.Q8_0, tensor.F32, tensor.F16} {
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q5_K, tensor.Q8_0, tensor.F32, tensor.F16, tensor.Q2_K, tensor.Q3_K} {
 		// 2000 rows of 16 tokens on 3 workers end on quarter-size chunks.
 		for _, shape := range []struct{ rows, cols, n int }{{7, 256, 1}, {300, 512, 1}, {70, 256, 9}, {33, 768, 4}, {2000, 256, 16}, {90, 512, 35}} {
-			w := quantMatrix(t, typ, randVec(r, shape.rows*shape.cols), shape.rows, shape.cols)
+			var w backend.Matrix
+			switch typ {
+			case tensor.Q2_K, tensor.Q3_K: // no quantizer here: random blocks
+				w = randomBlocks(t, r, typ, shape.rows, shape.cols)
+			default:
+				w = quantMatrix(t, typ, randVec(r, shape.rows*shape.cols), shape.rows, shape.cols)
+			}
 			w.Scale = 0.5
 			x := randVec(r, shape.n*shape.cols)
 			for _, invariant := range []bool{true, false} {
@@ -455,4 +462,30 @@ func TestSwiGLUVec(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomBlocks is a matrix of random blocks of a K-quant type that has no
+// quantizer (Q2_K, Q3_K), its f16 scales small and finite.
+func randomBlocks(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) backend.Matrix {
+	t.Helper()
+	rb, err := typ.RowSize(int64(cols))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, int(rb)*rows)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	size := typ.TypeSize()
+	scales := map[tensor.Type][]int{tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}}[typ]
+	for b := 0; b < len(data); b += size {
+		for _, off := range scales {
+			binary.LittleEndian.PutUint16(data[b+off:], tensor.F32ToF16(float32(r.NormFloat64())*0.01))
+		}
+	}
+	m, err := backend.NewMatrix("w", typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
