@@ -9,12 +9,17 @@
 # then one CLI generation with --backend cuda. A short summary goes to
 # $OUT/gpu-check-summary.txt (OUT defaults to .gpu-check/out).
 #
-#   scripts/gpu-check.sh          build (when Go is here) and run
+#   scripts/gpu-check.sh          run the binaries .gpu-check holds, or
+#                                 build them first when there are none
 #   scripts/gpu-check.sh build    only build .gpu-check/{cuda.test,glmrun}
 #                                 (CGO_ENABLED=0: they need only libc and
-#                                 libcuda.so.1), e.g. to copy them to a GPU
-#                                 machine without Go
+#                                 libcuda.so.1), e.g. to carry them to a GPU
+#                                 machine, which then need neither Go nor
+#                                 a module cache nor a network
 #
+# Binaries built here are used as they are (a rebuild on a bare GPU machine
+# would fetch modules it cannot reach and spend its minutes); a note says
+# when they were built from another commit. GPU_CHECK_REBUILD=1 rebuilds.
 # GPU_CHECK_TIMEOUT (seconds, default 420) bounds the test run; the whole
 # script stays within about that plus a minute. GPU_CHECK_RUN (a -test.run
 # pattern, default all) narrows the tests, e.g. for a dry run on the fake
@@ -27,17 +32,24 @@ export PATH="$PATH:/usr/local/go/bin"
 build() {
 	mkdir -p "$BIN" &&
 		CGO_ENABLED=0 go test -c -o "$BIN/cuda.test" ./backend/cuda &&
-		CGO_ENABLED=0 go build -o "$BIN/glmrun" ./cmd/glmrun
+		CGO_ENABLED=0 go build -o "$BIN/glmrun" ./cmd/glmrun &&
+		{ git rev-parse HEAD 2>/dev/null || echo unknown; } >"$BIN/commit"
 }
 
 if [ "${1:-}" = build ]; then
 	build
 	exit
 fi
-if command -v go >/dev/null 2>&1; then
-	build || { echo "gpu-check: build failed"; exit 1; }
+if [ "${GPU_CHECK_REBUILD:-0}" = 1 ] || [ ! -x "$BIN/cuda.test" ] || [ ! -x "$BIN/glmrun" ]; then
+	command -v go >/dev/null 2>&1 || { echo "gpu-check: no $BIN/cuda.test and no Go to build it (run: scripts/gpu-check.sh build)"; exit 1; }
+	# Offline: a machine without the module cache fails at once instead of
+	# waiting on a proxy it cannot reach.
+	GOFLAGS=-mod=mod GOPROXY=${GPU_CHECK_GOPROXY:-off} build || { echo "gpu-check: build failed"; exit 1; }
 fi
-[ -x "$BIN/cuda.test" ] || { echo "gpu-check: no $BIN/cuda.test and no Go to build it (run: scripts/gpu-check.sh build)"; exit 1; }
+built=$(cat "$BIN/commit" 2>/dev/null || echo unknown)
+if [ "$built" != "$(git rev-parse HEAD 2>/dev/null || echo unknown)" ]; then
+	echo "gpu-check: note: $BIN was built from commit $built, not this checkout's HEAD"
+fi
 
 OUT=${OUT:-$BIN/out}
 mkdir -p "$OUT"
