@@ -20,7 +20,18 @@ func TestSynthBench(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "deepseek2 2 blocks, Q4_K_M") {
 		t.Fatalf("synth: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	for _, m := range []string{path, "../../testdata/models/glm5-mini.Q4_K_M.gguf"} {
+	// The GLM-5 kind: glm-dsa with the indexer, top_k below the bench's
+	// prompt so that attention is sparse.
+	dsa := filepath.Join(t.TempDir(), "tiny-dsa.gguf")
+	code, out, errs = runCLI(t, "synth", "-arch", "glm-dsa", "-o", dsa, "-layers", "2", "-embd", "256", "-vocab", "2048",
+		"-heads", "4", "-q-lora", "256", "-kv-lora", "256", "-nope", "64", "-rope", "32", "-v", "64",
+		"-ffn", "512", "-expert-ffn", "256", "-experts", "8", "-experts-used", "2",
+		"-indexer-heads", "4", "-indexer-dim", "64", "-indexer-top-k", "8",
+		"-tokenizer", "../../testdata/models/glm5-mini.Q8_0.gguf")
+	if code != 0 || !strings.Contains(out, "glm-dsa 2 blocks, Q4_K_M") {
+		t.Fatalf("synth -arch glm-dsa: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, m := range []string{path, dsa, "../../testdata/models/glm5-mini.Q4_K_M.gguf"} {
 		code, out, errs = runCLI(t, "bench", "-m", m, "-p", "16", "-n", "4", "-t", "2", "-r", "2", "--json")
 		if code != 0 {
 			t.Fatalf("bench %s: exit %d, %s", m, code, errs)
@@ -52,7 +63,11 @@ func TestSynthBench(t *testing.T) {
 	if code, _, errs := runCLI(t, "bench", "-m", "../../testdata/models/glm5-mini.Q8_0.gguf", "-p", "8", "-n", "2", "-d", "5000"); code != 1 || !strings.Contains(errs, "context size 5010") {
 		t.Errorf("bench -d beyond the training context: exit %d, %s", code, errs)
 	}
-	for _, args := range [][]string{{"bench", "-r", "0"}, {"bench", "-d", "-1"}, {"bench", "-p", "0", "-n", "0"}, {"synth"}, {"synth", "-o", path, "-mix", "Q2_K"}} {
+	if code, _, errs := runCLI(t, "synth", "-o", path, "-arch", "glm-dsa", "-indexer-dim", "16"); code != 1 || !strings.Contains(errs, "bad indexer") {
+		t.Errorf("synth with an indexer narrower than the rope dims: exit %d, %s", code, errs)
+	}
+	for _, args := range [][]string{{"bench", "-r", "0"}, {"bench", "-d", "-1"}, {"bench", "-p", "0", "-n", "0"}, {"synth"}, {"synth", "-o", path, "-mix", "Q2_K"},
+		{"synth", "-o", path, "-arch", "llama"}} {
 		if code, _, _ := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

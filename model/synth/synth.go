@@ -1,5 +1,6 @@
 // Package synth writes synthetic GGUF models: the tensors and metadata of a
-// deepseek2 (MLA + MoE) model of a chosen shape, filled with random
+// deepseek2 (MLA + MoE) or glm-dsa (GLM-5: the same plus the DSA lightning
+// indexer) model of a chosen shape, filled with random
 // weights, with a working tokenizer copied from another GGUF file. They are
 // for benchmarks (glmrun bench) and smoke tests: anyone can measure the
 // engine on a realistic shape without downloading a model. The text they
@@ -26,8 +27,11 @@ import (
 	"github.com/glmrun/glmrun/tensor"
 )
 
-// Shape is the size of a deepseek2 model.
+// Shape is the size of a deepseek2 or glm-dsa model.
 type Shape struct {
+	// Arch is the GGUF architecture: "deepseek2" ("" too) or "glm-dsa",
+	// which adds the indexer of every block.
+	Arch      string
 	Layers    int // transformer blocks
 	LeadDense int // leading blocks with a dense FFN; the rest are MoE
 	Embd      int // n_embd
@@ -44,6 +48,37 @@ type Shape struct {
 	Experts   int // routed experts
 	Used      int // experts per token
 	Shared    int // shared experts
+
+	// The DSA indexer (glm-dsa only).
+	IndexHeads int // attention.indexer.head_count
+	IndexDim   int // attention.indexer.key_length
+	IndexTopK  int // attention.indexer.top_k
+}
+
+// ArchGLMDSA is the GGUF architecture of GLM-5.
+const ArchGLMDSA = "glm-dsa"
+
+// GLM5 returns GLM-5's attention, indexer and vocabulary shapes with
+// layers blocks (the first dense) and its experts cut from 256 to 16 so
+// that the file fits a workstation: n_embd 6144, 64 heads, q_lora 2048,
+// kv_lora 512, nope 192, rope 64, v 256, indexer 32 heads of 128 with top_k
+// 2048, 16 experts of width 2048 (8 used, 1 shared), dense FFN 12288, a
+// 154880-token vocabulary. Four blocks take about 3.6 GB at Q4_K_M.
+func GLM5(layers int) Shape {
+	return Shape{
+		Arch: ArchGLMDSA, Layers: layers, LeadDense: 1, Embd: 6144, Vocab: 154880, Context: 202752,
+		Heads: 64, QRank: 2048, KVRank: 512, DNope: 192, DRope: 64, DV: 256,
+		DenseFFN: 12288, ExpertFFN: 2048, Experts: 16, Used: 8, Shared: 1,
+		IndexHeads: 32, IndexDim: 128, IndexTopK: 2048,
+	}
+}
+
+// arch returns the GGUF architecture name.
+func (s *Shape) arch() string {
+	if s.Arch == "" {
+		return "deepseek2"
+	}
+	return s.Arch
 }
 
 // Flash returns the shape of GLM-4.7-Flash with layers blocks (the real
@@ -80,8 +115,13 @@ func (s *Shape) check() error {
 		return fmt.Errorf("synth: bad experts: %d of %d used, width %d, %d shared", s.Used, s.Experts, s.ExpertFFN, s.Shared)
 	case s.DRope%2 != 0:
 		return fmt.Errorf("synth: rope dims %d, want even", s.DRope)
+	case s.Arch != "" && s.Arch != "deepseek2" && s.Arch != ArchGLMDSA:
+		return fmt.Errorf("synth: architecture %q, want deepseek2 or %s", s.Arch, ArchGLMDSA)
+	case s.Arch == ArchGLMDSA && (s.IndexHeads <= 0 || s.IndexDim < s.DRope || s.IndexTopK <= 0):
+		return fmt.Errorf("synth: bad indexer: %d heads of %d dims (at least the %d rope dims), top_k %d",
+			s.IndexHeads, s.IndexDim, s.DRope, s.IndexTopK)
 	}
-	for _, w := range []int{s.Embd, s.QRank, s.KVRank, s.DNope, s.Heads * s.DV, s.DenseFFN, s.ExpertFFN} {
+	for _, w := range []int{s.Embd, s.QRank, s.KVRank, s.DNope, s.Heads * s.DV, s.DenseFFN, s.ExpertFFN, s.IndexDim} {
 		if w%32 != 0 {
 			return fmt.Errorf("synth: every matrix width must be a multiple of 32 (got %d)", w)
 		}
@@ -146,7 +186,7 @@ func Build(o Options) (*gguf.Writer, int64, error) {
 		return nil, 0, errors.New("synth: no tokenizer source")
 	}
 	if o.Name == "" {
-		o.Name = "synth-deepseek2"
+		o.Name = "synth-" + s.arch()
 	}
 	w := gguf.NewWriter()
 	if err := setKVs(w, &o); err != nil {
@@ -252,8 +292,18 @@ func tensors(s *Shape, mix Mix) []spec {
 			mat(p+"attn_k_b.weight", base, int64(s.DNope), kr, H),
 			mat(p+"attn_v_b.weight", vType, kr, int64(s.DV), H),
 			mat(p+"attn_output.weight", base, H*int64(s.DV), E),
-			norm(p+"ffn_norm.weight", E),
 		)
+		if s.Arch == ArchGLMDSA {
+			D := int64(s.IndexDim)
+			out = append(out,
+				mat(p+"indexer.attn_k.weight", base, E, D),
+				mat(p+"indexer.attn_q_b.weight", base, int64(s.QRank), int64(s.IndexHeads)*D),
+				spec{name: p + "indexer.k_norm.bias", typ: tensor.F32, dims: []int64{D}, std: 0.05},
+				norm(p+"indexer.k_norm.weight", D),
+				mat(p+"indexer.proj.weight", base, E, int64(s.IndexHeads)),
+			)
+		}
+		out = append(out, norm(p+"ffn_norm.weight", E))
 		if l < s.LeadDense {
 			F := int64(s.DenseFFN)
 			out = append(out,
@@ -361,9 +411,13 @@ func setKVs(w *gguf.Writer, o *Options) error {
 		ftype = 7
 	}
 	u := func(v int) gguf.Value { return gguf.Uint32(uint32(v)) }
-	a := "deepseek2."
+	a := s.arch() + "."
+	scale := float32(1.8) // GLM-4.7-Flash's routed scaling
+	if s.Arch == ArchGLMDSA {
+		scale = 2.5 // GLM-5's
+	}
 	kvs := []gguf.KV{
-		{Key: "general.architecture", Value: gguf.String("deepseek2")},
+		{Key: "general.architecture", Value: gguf.String(s.arch())},
 		{Key: "general.name", Value: gguf.String(o.Name)},
 		{Key: "general.description", Value: gguf.String(fmt.Sprintf(
 			"glmrun synth: random weights (seed %d, mix %s) for benchmarks; its output is noise", o.Seed, o.Mix))},
@@ -379,7 +433,7 @@ func setKVs(w *gguf.Writer, o *Options) error {
 		{Key: a + "expert_shared_count", Value: u(s.Shared)},
 		{Key: a + "expert_group_count", Value: u(1)},
 		{Key: a + "expert_group_used_count", Value: u(1)},
-		{Key: a + "expert_weights_scale", Value: gguf.Float32(1.8)},
+		{Key: a + "expert_weights_scale", Value: gguf.Float32(scale)},
 		{Key: a + "expert_weights_norm", Value: gguf.Bool(true)},
 		{Key: a + "expert_gating_func", Value: u(2)}, // sigmoid
 		{Key: a + "attention.head_count", Value: u(s.Heads)},
@@ -393,6 +447,14 @@ func setKVs(w *gguf.Writer, o *Options) error {
 		{Key: a + "attention.value_length_mla", Value: u(s.DV)},
 		{Key: a + "rope.dimension_count", Value: u(s.DRope)},
 		{Key: a + "rope.freq_base", Value: gguf.Float32(1e6)},
+	}
+	if s.Arch == ArchGLMDSA {
+		kvs = append(kvs,
+			gguf.KV{Key: a + "nextn_predict_layers", Value: u(0)},
+			gguf.KV{Key: a + "attention.indexer.head_count", Value: u(s.IndexHeads)},
+			gguf.KV{Key: a + "attention.indexer.key_length", Value: u(s.IndexDim)},
+			gguf.KV{Key: a + "attention.indexer.top_k", Value: u(s.IndexTopK)},
+		)
 	}
 	for _, kv := range kvs {
 		w.SetKV(kv.Key, kv.Value)

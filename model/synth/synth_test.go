@@ -99,6 +99,59 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// TestWriteGLMDSA: a glm-dsa model (the indexer in every block) loads as
+// GLM-5 with its indexer shape, and runs on both paths; with every block
+// dense and top_k above the prompt's length (no selection to flip), they
+// agree to quantization noise.
+func TestWriteGLMDSA(t *testing.T) {
+	src, err := gguf.Open(testmodels.Path(t, "glm5-mini.Q8_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dsa := tiny
+	dsa.Arch, dsa.IndexHeads, dsa.IndexDim, dsa.IndexTopK = ArchGLMDSA, 4, 64, 4
+	path := filepath.Join(t.TempDir(), "dsa.gguf")
+	if _, err := Write(path, Options{Shape: dsa, Seed: 3, Tokenizer: src}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.New(f, model.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config()
+	m.Close()
+	if c.Arch != ArchGLMDSA || c.IndexerHeads != 4 || c.IndexerDim != 64 || c.IndexerTopK != 4 {
+		t.Fatalf("loaded as %s with indexer %d x %d, top_k %d; want glm-dsa 4 x 64, top_k 4", c.Arch, c.IndexerHeads, c.IndexerDim, c.IndexerTopK)
+	}
+	tok, err := tokenizer.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tok.Encode("Hello world, the indexer picks four keys of these", false, false)
+	if len(ids) <= dsa.IndexTopK {
+		t.Fatalf("%d prompt tokens: not beyond top_k %d", len(ids), dsa.IndexTopK)
+	}
+	run(t, f, ids, 0)
+	dense := dsa
+	dense.LeadDense, dense.IndexTopK = dense.Layers, 64
+	dpath := filepath.Join(t.TempDir(), "dsa-dense.gguf")
+	if _, err := Write(dpath, Options{Shape: dense, Seed: 4, Tokenizer: src}); err != nil {
+		t.Fatal(err)
+	}
+	df, err := gguf.Open(dpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	run(t, df, ids, 0.05)
+}
+
 // run prefills ids with the exact and the fast path, checks that every
 // logit is finite and, when rel > 0, that the paths differ by at most rel
 // times the largest logit.
@@ -110,7 +163,7 @@ func run(t *testing.T, f *gguf.File, ids []int32, rel float64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := m.NewSession(model.SessionOptions{ContextSize: 16})
+		s, err := m.NewSession(model.SessionOptions{ContextSize: max(16, len(ids))})
 		if err != nil {
 			t.Fatal(err)
 		}
