@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/glmrun/glmrun/backend"
@@ -249,9 +250,36 @@ func BenchmarkFastMatMul(b *testing.B) {
 // single-token products of matrices larger than the caches (512 MB, about
 // the weights one token of the bench shape reads), the regime of decode,
 // where BenchmarkFastMatMul's 2048x2048 fits in L2/L3. The rows are copies
-// of 512 quantized random rows.
+// of 512 quantized random rows. stream/tN is the yardstick, in the same
+// run: N goroutines reading a buffer of the same size with vector loads
+// (streamRead), a plain read of the bytes a product must read, so that kernel GB/s over stream GB/s says how
+// close decode comes to the memory wall. The kernels prefetch ahead and
+// memmove does not, so a kernel may beat it: it bounds the wall from below.
 func BenchmarkDecodeMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
+	{
+		data := make([]byte, 512<<20)
+		for i := range data {
+			data[i] = byte(i)
+		}
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("stream/t%d", workers), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				bufs := make([][]byte, workers)
+				for w := range bufs {
+					bufs[w] = make([]byte, 32<<10)
+				}
+				for b.Loop() {
+					var wg sync.WaitGroup
+					part := len(data) / workers
+					for w := range workers {
+						wg.Go(func() { streamRead(data[w*part:(w+1)*part], bufs[w]) })
+					}
+					wg.Wait()
+				}
+			})
+		}
+	}
 	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0} {
 		const cols = 2048
 		small := quantMatrix(b, typ, randVec(r, 512*cols), 512, cols)
@@ -488,4 +516,13 @@ func randomBlocks(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) b
 		t.Fatal(err)
 	}
 	return m
+}
+
+// streamRead reads d through the runtime's memmove (vector loads) into a
+// buffer that stays in the L1/L2 cache: the fastest plain read of d's
+// bytes Go offers.
+func streamRead(d, buf []byte) {
+	for off := 0; off < len(d); off += len(buf) {
+		copy(buf, d[off:])
+	}
 }
