@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glmrun/glmrun"
@@ -21,7 +23,7 @@ import (
 	"github.com/glmrun/glmrun/model"
 )
 
-const benchUsage = `usage: glmrun bench [-m MODEL.gguf] [-p N] [-n N] [-d N] [-t N] [-r N] [--json]
+const benchUsage = `usage: glmrun bench [-m MODEL.gguf] [-p N] [-n N] [-d N[,N...]] [-t N] [-r N] [--json]
 
 Measures prompt processing (pp: one batch of -p random tokens from an empty
 context, logits of the last one only) and text generation (tg: -n tokens
@@ -34,8 +36,10 @@ touch of weights it happens to be the first to use (a MoE model's
 experts); the KV cache is allocated for -d + -p + -n positions. With -d N
 (llama-bench's depth) both tests start after N random tokens already in the
 context instead (prefilled once, not timed, and kept: each repetition cuts
-the cache back to them), as "pp512 @ d8192". Prints a table, or with --json
-one JSON object.
+the cache back to them), as "pp512 @ d8192"; several depths run one after
+the other in increasing order, the context extended from one to the next.
+Prints a table, or with --json one JSON object (a list of one object per
+depth for several depths).
 
 With --spec-mtp K[,K...] it also measures speculative decoding with the
 model's MTP block: the time of one verification pass of K+1 tokens against
@@ -80,8 +84,9 @@ type benchResult struct {
 
 // benchFlags are the values of bench's flags that check validates.
 type benchFlags struct {
-	nPrompt, nGen, depth, threads, reps, tp int
-	backend                                 string
+	nPrompt, nGen, threads, reps, tp int
+	depths                           []int
+	backend                          string
 }
 
 // check validates bench's flags before the model is loaded: a usage error
@@ -95,8 +100,6 @@ func (bf benchFlags) check() (warnings []string, err error) {
 		// Their sum is the context; an overflow must not reach the
 		// allocations.
 		return nil, usageErr("-p %d -n %d: want at most %d each", bf.nPrompt, bf.nGen, math.MaxInt32)
-	case bf.depth < 0 || bf.depth > math.MaxInt32:
-		return nil, usageErr("-d %d: want 0 to %d", bf.depth, math.MaxInt32)
 	case bf.reps < 1:
 		return nil, usageErr("-r %d: want >= 1", bf.reps)
 	case bf.tp < 1:
@@ -115,7 +118,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	modelFlag := fs.String("m", "", "model `FILE.gguf` (default: the bundled "+defaultModelRel+")")
 	nPrompt := fs.Int("p", 512, "prompt `tokens` (0: no pp test)")
 	nGen := fs.Int("n", 128, "generated `tokens` (0: no tg test)")
-	depth := fs.Int("d", 0, "`tokens` already in the context before each test (llama-bench's depth)")
+	depthList := fs.String("d", "0", "`tokens[,tokens...]` already in the context before each test (llama-bench's depth)")
 	threads := fs.Int("t", 0, "worker `threads` per device (0: the physical cores)")
 	reps := fs.Int("r", 3, "`repetitions` of each test")
 	tp := fs.Int("tp", 1, "tensor parallelism over `N` devices")
@@ -135,7 +138,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	warnings, err := benchFlags{nPrompt: *nPrompt, nGen: *nGen, depth: *depth, threads: *threads, reps: *reps, tp: *tp, backend: *backendName}.check()
+	depths, err := parseDepths(*depthList)
+	if err != nil {
+		return err
+	}
+	warnings, err := benchFlags{nPrompt: *nPrompt, nGen: *nGen, depths: depths, threads: *threads, reps: *reps, tp: *tp, backend: *backendName}.check()
 	if err != nil {
 		return err
 	}
@@ -144,6 +151,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(ks) > 0 && len(depths) > 1 {
+		return usageErr("--spec-mtp with %d depths (-d %s): want one", len(depths), *depthList)
+	}
+	maxDepth := depths[len(depths)-1]
 	if !(*specTemp >= 0 && *specTemp < 100) {
 		return usageErr("--temp %g: want a number >= 0 (0: greedy)", *specTemp)
 	}
@@ -175,7 +186,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	res := benchResult{
 		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp,
-		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, NDepth: *depth, LoadSeconds: time.Since(start).Seconds(),
+		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
 	}
 	switch {
@@ -191,9 +202,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		res.ModelBytes += int64(len(t.Data))
 	}
 	c := m.Config()
-	ctxSize := max(*depth+*nPrompt+*nGen, 1)
+	ctxSize := max(maxDepth+*nPrompt+*nGen, 1)
 	for _, k := range ks {
-		ctxSize = max(ctxSize, *depth+k+1, *depth+16)
+		ctxSize = max(ctxSize, maxDepth+k+1, maxDepth+16)
 	}
 	s, err := m.NewSession(model.SessionOptions{ContextSize: ctxSize})
 	if err != nil {
@@ -210,17 +221,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	prompt := random(*nPrompt)
 	logits := make([]float32, c.VocabSize)
-	// The context before each test: filled once, in prompt-sized batches.
-	for ctx := random(*depth); len(ctx) > 0; {
-		k := min(len(ctx), 512)
-		if _, err := s.PrefillLast(logits, ctx[:k]); err != nil {
-			return err
-		}
-		ctx = ctx[k:]
-	}
 	var ppCPU, tgCPU float64 // CPU seconds of the measured runs
-	pp := func() (float64, error) {
-		s.Truncate(*depth) // in range: the depth is what the cache holds at least
+	pp := func(depth int) (float64, error) {
+		s.Truncate(depth) // in range: the depth is what the cache holds at least
 		t0, c0 := time.Now(), cpuSeconds()
 		if _, err := s.PrefillLast(logits, prompt); err != nil {
 			return 0, err
@@ -228,8 +231,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		ppCPU += cpuSeconds() - c0
 		return float64(len(prompt)) / time.Since(t0).Seconds(), nil
 	}
-	tg := func(n int) (float64, error) {
-		s.Truncate(*depth)
+	tg := func(depth, n int) (float64, error) {
+		s.Truncate(depth)
 		tok := int32(r.IntN(c.VocabSize))
 		t0, c0 := time.Now(), cpuSeconds()
 		for range n {
@@ -241,53 +244,72 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		tgCPU += cpuSeconds() - c0
 		return float64(n) / time.Since(t0).Seconds(), nil
 	}
-	// Warm-up: page the weights in and size every buffer.
-	pageIn(f)
-	if *nPrompt > 0 {
-		if _, err := pp(); err != nil {
-			return err
-		}
-	}
-	if *nGen > 0 {
-		if _, err := tg(min(*nGen, 4)); err != nil {
-			return err
-		}
-	}
-	if pf != nil {
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	ppCPU, tgCPU = 0, 0 // the warm-up does not count
-	for range *reps {
-		if *nPrompt > 0 {
-			v, err := pp()
-			if err != nil {
+	pageIn(f) // the weights, once: page them in before any test
+	results := make([]benchResult, 0, len(depths))
+	filled := 0
+	for _, depth := range depths {
+		// The context before the tests: extended from the last depth in
+		// prompt-sized batches, not timed.
+		s.Truncate(filled) // in range: the cache holds at least filled tokens
+		for ctx := random(depth - filled); len(ctx) > 0; {
+			k := min(len(ctx), 512)
+			if _, err := s.PrefillLast(logits, ctx[:k]); err != nil {
 				return err
 			}
-			res.PPSamples = append(res.PPSamples, v)
+			ctx = ctx[k:]
+		}
+		filled = depth
+		// Warm-up: size every buffer for this depth.
+		if *nPrompt > 0 {
+			if _, err := pp(depth); err != nil {
+				return err
+			}
 		}
 		if *nGen > 0 {
-			v, err := tg(*nGen)
-			if err != nil {
+			if _, err := tg(depth, min(*nGen, 4)); err != nil {
 				return err
 			}
-			res.TGSamples = append(res.TGSamples, v)
 		}
+		if pf != nil && len(results) == 0 {
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		ppCPU, tgCPU = 0, 0 // the warm-up does not count
+		d := res
+		d.NDepth = depth
+		for range *reps {
+			if *nPrompt > 0 {
+				v, err := pp(depth)
+				if err != nil {
+					return err
+				}
+				d.PPSamples = append(d.PPSamples, v)
+			}
+			if *nGen > 0 {
+				v, err := tg(depth, *nGen)
+				if err != nil {
+					return err
+				}
+				d.TGSamples = append(d.TGSamples, v)
+			}
+		}
+		d.PPTokensPerS, d.PPStddev = meanStd(d.PPSamples)
+		d.TGTokensPerS, d.TGStddev = meanStd(d.TGSamples)
+		if ppCPU > 0 {
+			d.PPPerCPUSec = float64(*reps**nPrompt) / ppCPU
+		}
+		if tgCPU > 0 {
+			d.TGPerCPUSec = float64(*reps**nGen) / tgCPU
+		}
+		d.PeakRSSBytes = peakRSS()
+		results = append(results, d)
 	}
-	res.PPTokensPerS, res.PPStddev = meanStd(res.PPSamples)
-	res.TGTokensPerS, res.TGStddev = meanStd(res.TGSamples)
-	res.PeakRSSBytes = peakRSS()
-	if ppCPU > 0 {
-		res.PPPerCPUSec = float64(*reps**nPrompt) / ppCPU
-	}
-	if tgCPU > 0 {
-		res.TGPerCPUSec = float64(*reps**nGen) / tgCPU
-	}
+	res = results[0]
 	if len(ks) > 0 {
 		res.SpecK = ks
-		ratios, stepMS, err := verifyCost(s, *depth, ks, *reps, random, logits)
+		ratios, stepMS, err := verifyCost(s, maxDepth, ks, *reps, random, logits)
 		if err != nil {
 			return err
 		}
@@ -312,9 +334,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	res.LoadAverage = loadAverage()
+	load := loadAverage()
+	for i := range results {
+		results[i].LoadAverage = load
+	}
+	results[0].SpecK, results[0].SpecVerify, results[0].SpecGen = res.SpecK, res.SpecVerify, res.SpecGen
 	if *asJSON {
-		b, err := json.Marshal(res)
+		var v any = results[0]
+		if len(results) > 1 {
+			v = results
+		}
+		b, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
@@ -326,19 +356,39 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %.2f GiB | %s | %s | %d | %s | %.2f ± %.2f |\n",
 			res.Model, float64(res.ModelBytes)/(1<<30), res.Backend, res.Path, res.Threads, test, mean, std)
 	}
-	at := ""
-	if *depth > 0 {
-		at = " @ d" + strconv.Itoa(*depth) // llama-bench's notation
+	var perCPU []string
+	for _, d := range results {
+		at := ""
+		if d.NDepth > 0 {
+			at = " @ d" + strconv.Itoa(d.NDepth) // llama-bench's notation
+		}
+		if *nPrompt > 0 {
+			row("pp"+strconv.Itoa(*nPrompt)+at, d.PPTokensPerS, d.PPStddev)
+		}
+		if *nGen > 0 {
+			row("tg"+strconv.Itoa(*nGen)+at, d.TGTokensPerS, d.TGStddev)
+		}
+		perCPU = append(perCPU, fmt.Sprintf("pp %.1f, tg %.1f tokens", d.PPPerCPUSec, d.TGPerCPUSec))
 	}
-	if *nPrompt > 0 {
-		row("pp"+strconv.Itoa(*nPrompt)+at, res.PPTokensPerS, res.PPStddev)
-	}
-	if *nGen > 0 {
-		row("tg"+strconv.Itoa(*nGen)+at, res.TGTokensPerS, res.TGStddev)
-	}
-	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions; per CPU-second: pp %.1f, tg %.1f tokens; load average %.2f\n",
-		float64(res.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps, res.PPPerCPUSec, res.TGPerCPUSec, res.LoadAverage)
+	last := results[len(results)-1]
+	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
+		float64(last.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
 	return nil
+}
+
+// parseDepths reads -d: comma-separated token counts, each 0 to
+// math.MaxInt32, returned in increasing order without repeats.
+func parseDepths(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			return nil, usageErr("-d %q: want tokens from 0 to %d, comma-separated", list, math.MaxInt32)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 func argmax(x []float32) int32 {

@@ -60,6 +60,20 @@ func TestSynthBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.NDepth != 20 || r.PPTokensPerS <= 0 || r.TGTokensPerS <= 0 {
 		t.Errorf("bench -d 20 --json: exit %d, %v, %+v, %s", code, err, r, errs)
 	}
+	// Several depths: one table row per test and depth, a JSON list.
+	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "20,0", "-r", "1")
+	if code != 0 || !strings.Contains(out, "| pp8 |") || !strings.Contains(out, "| tg2 @ d20 |") {
+		t.Errorf("bench -d 20,0: exit %d, %q, %s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "0,20", "-r", "1", "--json")
+	var rs []benchResult
+	if err := json.Unmarshal([]byte(out), &rs); code != 0 || err != nil || len(rs) != 2 || rs[0].NDepth != 0 || rs[1].NDepth != 20 ||
+		rs[1].PPTokensPerS <= 0 || rs[1].TGTokensPerS <= 0 || len(rs[1].PPSamples) != 1 {
+		t.Errorf("bench -d 0,20 --json: exit %d, %v, %+v, %s", code, err, rs, errs)
+	}
+	if code, _, errs := runCLI(t, "bench", "-m", path, "-d", "0,20", "--spec-mtp", "2"); code != 2 || !strings.Contains(errs, "want one") {
+		t.Errorf("bench --spec-mtp with two depths: exit %d, %s", code, errs)
+	}
 	if code, _, errs := runCLI(t, "bench", "-m", "../../testdata/models/glm5-mini.Q8_0.gguf", "-p", "8", "-n", "2", "-d", "5000"); code != 1 || !strings.Contains(errs, "context size 5010") {
 		t.Errorf("bench -d beyond the training context: exit %d, %s", code, errs)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -192,8 +193,7 @@ func TestBenchFlagsCheck(t *testing.T) {
 		{benchFlags{nPrompt: -1, nGen: 8, reps: 1, tp: 1, backend: "cpu"}, "-p -1 -n 8", ""},
 		{benchFlags{nPrompt: 1 << 62, nGen: 1 << 62, reps: 1, tp: 1, backend: "cpu"}, "want at most 2147483647 each", ""},
 		{benchFlags{nPrompt: 8, reps: 0, tp: 1, backend: "cpu"}, "-r 0", ""},
-		{benchFlags{nPrompt: 8, depth: -1, reps: 1, tp: 1, backend: "cpu"}, "-d -1", ""},
-		{benchFlags{nPrompt: 8, depth: 8192, reps: 1, tp: 1, backend: "cpu"}, "", ""},
+		{benchFlags{nPrompt: 8, depths: []int{0, 8192}, reps: 1, tp: 1, backend: "cpu"}, "", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 0, backend: "cpu"}, "--tp 0", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 1, threads: -2, backend: "cpu"}, "-t -2", ""},
 		{benchFlags{nPrompt: 8, reps: 1, tp: 2, threads: 4, backend: "cpu"}, "", "4 × 2 devices worker threads"},
@@ -371,4 +371,25 @@ func runChatInputless(t *testing.T, args ...string) (int, string, string) {
 	stdin = strings.NewReader("")
 	defer func() { stdin = old }()
 	return runCLI(t, args...)
+}
+
+func TestParseDepths(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+	}{
+		{"0", []int{0}}, {"8192", []int{8192}}, {"32768,0,8192", []int{0, 8192, 32768}}, {"5, 5", []int{5}},
+		{"-1", nil}, {"x", nil}, {"1,,2", nil}, {"4294967296", nil}, {"", nil},
+	} {
+		got, err := parseDepths(c.in)
+		if c.want == nil {
+			if err == nil || !errors.Is(err, errUsage) {
+				t.Errorf("parseDepths(%q) = %v, %v; want a usage error", c.in, got, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("parseDepths(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
 }
