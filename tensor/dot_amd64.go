@@ -36,6 +36,12 @@ func dotQ51Q81AVX2(x, y *byte, nb int) float32
 func dotIQ4NLQ80AVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ2KQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ3KQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
 func dotQ4KQ8KAVX2(x, y *byte, nb int) float32
 
 //go:noescape
@@ -100,8 +106,8 @@ var dotKernels = map[Type]struct {
 	Q4_1:   {dotQ41Q81Generic, dotQ41Q81AVX2, nil},
 	Q5_1:   {dotQ51Q81Generic, dotQ51Q81AVX2, nil},
 	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
-	Q2_K:   {dotQ2KQ8KGeneric, nil, nil},
-	Q3_K:   {dotQ3KQ8KGeneric, nil, nil},
+	Q2_K:   {dotQ2KQ8KGeneric, dotQ2KQ8KAVX2, nil},
+	Q3_K:   {dotQ3KQ8KGeneric, dotQ3KQ8KAVX2, nil},
 	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
 	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
 	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
@@ -116,7 +122,7 @@ var dotKernels = map[Type]struct {
 // the quantized types do; the float ones and the twins do not.
 func dotPrefetches(t Type) bool {
 	switch t {
-	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS:
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS:
 		return dotAVX2
 	}
 	return false
@@ -203,8 +209,19 @@ func dotQ4KQ8K(x, y []byte, nb int) float32 {
 	return dotQ4KQ8KGeneric(x, y, nb)
 }
 
-func dotQ2KQ8K(x, y []byte, nb int) float32 { return dotQ2KQ8KGeneric(x, y, nb) }
-func dotQ3KQ8K(x, y []byte, nb int) float32 { return dotQ3KQ8KGeneric(x, y, nb) }
+func dotQ2KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ2KQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotQ2KQ8KGeneric(x, y, nb)
+}
+
+func dotQ3KQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotQ3KQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotQ3KQ8KGeneric(x, y, nb)
+}
 
 func dotQ5KQ8K(x, y []byte, nb int) float32 {
 	if dotAVX2 && nb > 0 {

@@ -383,3 +383,169 @@ iqxsloop:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Q2_K and Q3_K: sixteen sub-blocks of 16 like Q6_K, so they share its
+// scale-pair masks (dotShufQ6) and ACCQ6. Plane p of half h is 32 weights
+// of sub-blocks 8h+2p and 8h+2p+1: their 2-bit values are bits 2p of the
+// half's 32 quant bytes, taken by a word shift and a byte mask (the bits a
+// shift pulls in from the next byte are masked off).
+
+// PLANE2 accumulates plane p of the half whose quant bytes are in Y2:
+// weights (Y2 >> 2p) & 3 (Y12) against the activations at yo.
+#define PLANE2(p, yo) \
+	VPSRLW $(2*p), Y2, Y4; \
+	VPAND  Y12, Y4, Y4; \
+	ACCQ6(yo(DI), dotShufQ6<>+(32*p)(SB))
+
+// PLANE3 is PLANE2 with Q3_K's third bit: bit b of the hmask bytes in Y10
+// (Y13: bytes of 1), so that each weight is q + 4·hbit, in 0…7.
+#define PLANE3(p, b, yo) \
+	VPSRLW $(2*p), Y2, Y4; \
+	VPAND  Y12, Y4, Y4; \
+	VPSRLW $b, Y10, Y5; \
+	VPAND  Y13, Y5, Y5; \
+	VPSLLW $2, Y5, Y5; \
+	VPOR   Y5, Y4, Y4; \
+	ACCQ6(yo(DI), dotShufQ6<>+(32*p)(SB))
+
+// dotQ2KQ8KAVX2: Σ sc·q·a per block in Y7 (sc = scales&15), Σ m·bsums in Y6
+// (m = scales>>4); Y0 += d·dy·Y7 and Y1 += dmin·dy·Y6, and the result is
+// hsum(Y0) − hsum(Y1).
+TEXT ·dotQ2KQ8KAVX2(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	BCAST8($0x0F0F0F0F, X11, Y11)
+	BCAST8($0x03030303, X12, Y12)
+
+q2kloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	VMOVDQU    0(SI), X8
+	VPAND      X11, X8, X9
+	VPSRLW     $4, X8, X8
+	VPAND      X11, X8, X8
+	VPMOVZXBW  X8, Y8
+	VPMADDWD   260(DI), Y8, Y6
+	VPMOVZXBW  X9, Y8
+	VPXOR      Y7, Y7, Y7
+	VPERM2I128 $0x00, Y8, Y8, Y9
+	VMOVDQU    16(SI), Y2
+	PLANE2(0, 4)
+	PLANE2(1, 36)
+	PLANE2(2, 68)
+	PLANE2(3, 100)
+	VPERM2I128 $0x11, Y8, Y8, Y9
+	VMOVDQU    48(SI), Y2
+	PLANE2(0, 132)
+	PLANE2(1, 164)
+	PLANE2(2, 196)
+	PLANE2(3, 228)
+	VCVTDQ2PS    Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VMOVSS       0(DI), X5
+	MOVWLZX      80(SI), AX
+	VMOVD        AX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       X5, X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS  Y4, Y7, Y0
+	MOVWLZX      82(SI), AX
+	VMOVD        AX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       X5, X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS  Y4, Y6, Y1
+	ADDQ         $84, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          q2kloop
+	HSUM(Y0, X0, X2)
+	HSUM(Y1, X1, X2)
+	VSUBSS       X1, X0, X0
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// dotQ3KQ8KAVX2: the weights q + 4·hbit (0…7) against the activations,
+// weighted by the signed scales S − 32, less 4·Σ (S−32)·bsums (the offset
+// of v = q + 4·hbit − 4); Y0 += d·dy·sum per block.
+TEXT ·dotQ3KQ8KAVX2(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	BCAST8($0x03030303, X12, Y12)
+	BCAST8($0x01010101, X13, Y13)
+	BCAST8($0x20202020, X15, Y15)
+	MOVQ   $0x0F0F0F0F0F0F0F0F, R8
+
+q3kloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	// The sixteen 6-bit scales: low nibbles from bytes 96-103 (sub-blocks
+	// 0-7 the low ones, 8-15 the high ones), two high bits each from bytes
+	// 104-107 (byte 104+j%4, bits 2(j/4)).
+	MOVQ    96(SI), AX
+	MOVL    104(SI), BX
+	MOVQ    AX, R9
+	ANDQ    R8, R9
+	SHRQ    $4, AX
+	ANDQ    R8, AX
+	MOVL    BX, R10
+	ANDL    $0x03030303, R10
+	MOVL    BX, R11
+	SHRL    $2, R11
+	ANDL    $0x03030303, R11
+	SHLQ    $32, R11
+	ORQ     R11, R10
+	SHLQ    $4, R10
+	ORQ     R10, R9
+	MOVL    BX, R10
+	SHRL    $4, R10
+	ANDL    $0x03030303, R10
+	MOVL    BX, R11
+	SHRL    $6, R11
+	ANDL    $0x03030303, R11
+	SHLQ    $32, R11
+	ORQ     R11, R10
+	SHLQ    $4, R10
+	ORQ     R10, AX
+	VMOVQ   R9, X8
+	VPINSRQ $1, AX, X8, X8
+	VPSUBB  X15, X8, X8
+	VPMOVSXBW X8, Y8
+	VPMADDWD  260(DI), Y8, Y6
+	VPSLLD    $2, Y6, Y6
+	VPXOR     Y7, Y7, Y7
+	VMOVDQU   0(SI), Y10
+	VPERM2I128 $0x00, Y8, Y8, Y9
+	VMOVDQU   32(SI), Y2
+	PLANE3(0, 0, 4)
+	PLANE3(1, 1, 36)
+	PLANE3(2, 2, 68)
+	PLANE3(3, 3, 100)
+	VPERM2I128 $0x11, Y8, Y8, Y9
+	VMOVDQU   64(SI), Y2
+	PLANE3(0, 4, 132)
+	PLANE3(1, 5, 164)
+	PLANE3(2, 6, 196)
+	PLANE3(3, 7, 228)
+	VPSUBD       Y6, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X4
+	VCVTPH2PS    X4, X4
+	VMULSS       0(DI), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS  Y4, Y7, Y0
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          q3kloop
+	HSUM(Y0, X0, X1)
+	VMOVSS       X0, ret+24(FP)
+	VZEROUPPER
+	RET
