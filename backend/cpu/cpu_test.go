@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -216,5 +218,72 @@ func TestTopK(t *testing.T) {
 		if got := topK(nil, scores, tc.k, &order); !slices.Equal(got, tc.want) {
 			t.Errorf("topK %d = %v, want %v", tc.k, got, tc.want)
 		}
+	}
+}
+
+// TestTopKSelection compares the selection with the definition: a stable
+// sort by score, largest first (cmp.Compare's order: NaN lowest, -0 equal
+// to +0), its first k indices in ascending order. Scores with many ties,
+// infinities, NaNs and signed zeros, lengths around k.
+func TestTopKSelection(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var order []int32
+	special := []float32{float32(math.Inf(-1)), float32(math.Inf(1)), float32(math.NaN()), float32(math.Copysign(0, -1)), 0, 1, -1}
+	for trial := range 3000 {
+		n := 1 + r.IntN(300)
+		scores := make([]float32, n)
+		for i := range scores {
+			switch trial % 3 {
+			case 0:
+				scores[i] = float32(r.NormFloat64())
+			case 1:
+				scores[i] = float32(r.IntN(4)) // many ties
+			default:
+				scores[i] = special[r.IntN(len(special))]
+			}
+		}
+		k := r.IntN(n + 2)
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(scores[b], scores[a]) })
+		want := slices.Clone(idx[:min(k, n)])
+		slices.Sort(want)
+		got := topK(nil, scores, k, &order)
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("trial %d: topK(%v, %d) = %v, want %v", trial, scores, k, got, want)
+		}
+	}
+}
+
+// BenchmarkTopK is the DSA selection of one query: top_k 2048 of a
+// context's indexer scores, by selection (topK) and by the stable sort that
+// defines it.
+func BenchmarkTopK(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{8192, 65536} {
+		scores := make([]float32, n)
+		for i := range scores {
+			scores[i] = float32(r.NormFloat64())
+		}
+		var order []int32
+		dst := make([]int32, 0, 2048)
+		b.Run(fmt.Sprintf("select/n%d", n), func(b *testing.B) {
+			for b.Loop() {
+				dst = topK(dst[:0], scores, 2048, &order)
+			}
+		})
+		b.Run(fmt.Sprintf("sort/n%d", n), func(b *testing.B) {
+			idx := make([]int32, n)
+			for b.Loop() {
+				for i := range idx {
+					idx[i] = int32(i)
+				}
+				slices.SortStableFunc(idx, func(a, c int32) int { return cmp.Compare(scores[c], scores[a]) })
+				dst = append(dst[:0], idx[:2048]...)
+				slices.Sort(dst)
+			}
+		})
 	}
 }
