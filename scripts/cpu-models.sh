@@ -1,6 +1,6 @@
 #!/bin/sh
 # cpu-models.sh: run the test binaries of the packages with assembly kernels
-# under qemu-x86_64's CPU models, so that an instruction the CPU lacks is a
+# under qemu-user's CPU models, so that an instruction the CPU lacks is a
 # SIGILL here and not on a user's machine. GODEBUG=cpu.avx512f=off only
 # turns off the dispatch; a kernel called directly still runs, and on the
 # machine CI happens to get it may well exist.
@@ -9,29 +9,48 @@
 #            client CPUs people run on)
 #   Nehalem: SSE4.2, no AVX at all (the pure-Go fallbacks behind amd64
 #            assembly)
+#   arm64:   the packages built for GOARCH=arm64 and run by qemu-aarch64:
+#            the pure-Go kernels as ARM machines run them, where Go fuses
+#            multiply-adds (a kernel whose result depends on which product
+#            the compiler fuses shows up here)
 #
-# qemu's TCG emulates neither AVX-512 nor VNNI, so every model here lacks
-# them. Needs Debian's qemu-user (qemu-x86_64), version 7.2 or later for
-# AVX2. Usage: scripts/cpu-models.sh [MODEL...] (default: Haswell Nehalem).
+# qemu's TCG emulates neither AVX-512 nor VNNI, so every x86 model here
+# lacks them. Needs Debian's qemu-user (qemu-x86_64, qemu-aarch64), version
+# 7.2 or later for AVX2. Usage: scripts/cpu-models.sh [MODEL...] (default:
+# Haswell Nehalem arm64).
 set -eu
 cd "$(dirname "$0")/.."
-if ! command -v qemu-x86_64 >/dev/null 2>&1; then
-	echo "cpu-models.sh: qemu-x86_64 not found (apt-get install qemu-user)" >&2
-	exit 1
-fi
-models=${*:-Haswell Nehalem}
+models=${*:-Haswell Nehalem arm64}
 pkgs=${PKGS:-"tensor backend/cpu model/sample attention"}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
+for m in $models; do
+	case $m in
+	arm64) q=qemu-aarch64 ;;
+	*) q=qemu-x86_64 ;;
+	esac
+	if ! command -v $q >/dev/null 2>&1; then
+		echo "cpu-models.sh: $q not found (apt-get install qemu-user)" >&2
+		exit 1
+	fi
+done
 for p in $pkgs; do
-	go test -c -o "$bin/$(echo "$p" | tr / _).test" "./$p/"
+	name=$(echo "$p" | tr / _)
+	go test -c -o "$bin/$name.test" "./$p/"
+	case " $models " in
+	*" arm64 "*) GOARCH=arm64 go test -c -o "$bin/$name.arm64.test" "./$p/" ;;
+	esac
 done
 status=0
 for m in $models; do
 	for p in $pkgs; do
-		b="$bin/$(echo "$p" | tr / _).test"
+		name=$(echo "$p" | tr / _)
+		case $m in
+		arm64) run="qemu-aarch64 $bin/$name.arm64.test" ;;
+		*) run="qemu-x86_64 -cpu $m $bin/$name.test" ;;
+		esac
 		# qemu warns about host features its TCG does not model; they are noise.
-		if (cd "$p" && qemu-x86_64 -cpu "$m" "$b" -test.count=1 >"$bin/out" 2>&1); then
+		if (cd "$p" && $run -test.count=1 >"$bin/out" 2>&1); then
 			echo "ok   $m $p"
 		else
 			echo "FAIL $m $p"

@@ -199,7 +199,7 @@ func (d *Device) moeFast(out, y []float32, T int, top []int32, wts []float32, e 
 				first = false
 			} else {
 				for i, v := range row {
-					o[i] += v * wts[j]
+					o[i] += float32(v * wts[j]) // rounded, as Scale then Add: never fused
 				}
 			}
 		}

@@ -26,7 +26,7 @@ func RopeTable(dst []float32, r *Rope, pos int) {
 		if r.ExtFactor != 0 {
 			y := (float32(i0/2) - r.CorrDims[0]) / max(0.001, r.CorrDims[1]-r.CorrDims[0])
 			rampMix := (1 - min(1, max(0, y))) * r.ExtFactor
-			t = thetaInterp*(1-rampMix) + theta*rampMix
+			t = float32(thetaInterp*(1-rampMix)) + float32(theta*rampMix)
 			mscale *= 1 + 0.1*float32(math.Log(float64(1/r.FreqScale)))
 		}
 		dst[i0] = float32(math.Cos(float64(t))) * mscale
@@ -42,7 +42,11 @@ func RopeNorm(x, table []float32) {
 	for i := 0; i+1 < len(table); i += 2 {
 		c, s := table[i], table[i+1]
 		x0, x1 := x[i], x[i+1]
-		x[i] = x0*c - x1*s
-		x[i+1] = x0*s + x1*c
+		// Each product rounded on its own (the conversions): a compiler
+		// that fuses multiply-adds (Go does on arm64) would otherwise choose
+		// which product to fuse by context, and two callers of this loop
+		// could disagree in the last bit.
+		x[i] = float32(x0*c) - float32(x1*s)
+		x[i+1] = float32(x0*s) + float32(x1*c)
 	}
 }
