@@ -115,6 +115,17 @@ func (s *Session) Model() *Model { return s.m }
 // ContextSize returns the number of positions the session holds.
 func (s *Session) ContextSize() int { return s.ctxSize }
 
+// CacheBytes returns the memory the session's KV cache holds (allocated in
+// full by NewSession), all devices together: ContextSize positions of the
+// latents, roped keys and DSA indexer keys of every layer.
+func (s *Session) CacheBytes() int64 {
+	if s.lock() != nil {
+		return 0
+	}
+	defer s.unlock()
+	return s.s.CacheBytes()
+}
+
 // Tokens returns a copy of the sequence: prompt and generated tokens.
 func (s *Session) Tokens() []int32 {
 	s.mu.Lock()

@@ -90,7 +90,7 @@ func TestGenerateGolden(t *testing.T) {
 			if code != 0 || out != text+gen+"\n" {
 				t.Errorf("exit %d, stdout %q; want %q", code, out, text+gen+"\n")
 			}
-			for _, w := range []string{"load time", "prompt eval time", "/    20 tokens", "eval time", "/     7 runs", "token limit"} {
+			for _, w := range []string{"KV cache = ", " per token, f32)", "load time", "prompt eval time", "/    20 tokens", "eval time", "/     7 runs", "token limit"} {
 				if !strings.Contains(errs, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, errs)
 				}

@@ -553,7 +553,50 @@ func describeHParams(kv kvReader, arch string, derived map[string]any) []hparamL
 		}
 	}
 	add("rms eps", eps)
+	if mla {
+		add("KV cache (f32)", cacheLine(kv, arch, kvRank, derived))
+	}
 	return lines
+}
+
+// cacheLine describes the KV cache glmrun allocates for the file: per trunk
+// layer and position the latent (kv_lora_rank) and the roped key
+// (rope.dimension_count) and, for layers with their own DSA indexer, its
+// key (attention.indexer.key_length), all float32; per token and at the
+// training context. It sets derived's kv_cache_bytes_per_token.
+func cacheLine(kv kvReader, arch string, kvRank int64, derived map[string]any) string {
+	p := func(k string) string { return arch + "." + k }
+	layers, _ := kv.int(p("block_count"))
+	nextn, _ := kv.int(p("nextn_predict_layers"))
+	layers -= nextn
+	rope, _ := kv.int(p("rope.dimension_count"))
+	idx, _ := kv.int(p("attention.indexer.key_length"))
+	if n, _ := kv.int(p("attention.indexer.head_count")); n <= 0 {
+		idx = 0
+	}
+	full := layers
+	if v, ok := kv.f.Lookup(p("attention.indexer.types")); ok && v.Type() == gguf.TypeArray && v.ElemType() == gguf.TypeBool {
+		full = 0
+		for i := range v.Len() {
+			if b, err := v.Index(i).AsBool(); err == nil && b {
+				full++
+			}
+		}
+	}
+	if layers <= 0 || kvRank <= 0 {
+		return "-"
+	}
+	perToken := 4 * (layers*(kvRank+rope) + full*idx)
+	derived["kv_cache_bytes_per_token"] = perToken
+	text := fmt.Sprintf("%s per token (%d layers × %d latent+rope", humanBytes(perToken), layers, kvRank+rope)
+	if idx > 0 {
+		text += fmt.Sprintf(", %d with a %d-wide indexer key", full, idx)
+	}
+	text += ", 4 B each)"
+	if ctx, ok := kv.int(p("context_length")); ok && ctx > 0 {
+		text += fmt.Sprintf("; %s at the training context of %d", humanBytes(perToken*ctx), ctx)
+	}
+	return text
 }
 
 // specialKeys lists the tokenizer's special-token id keys.

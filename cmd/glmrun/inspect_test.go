@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/testmodels"
+	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -418,5 +419,49 @@ func TestInspectErrors(t *testing.T) {
 				t.Errorf("stderr %q does not mention %q", errs, tt.want)
 			}
 		})
+	}
+}
+
+// TestInspectCacheBytes: the KV cache inspect reports per token is what a
+// session of the model allocates (CacheBytes over its context), for GLM-5
+// (indexer keys), deepseek2 (none), and the trained tiny GLM-5, whose
+// file lists indexer types (as GLM-5.2's do).
+func TestInspectCacheBytes(t *testing.T) {
+	for _, name := range []string{"glm5-mini.Q8_0", "ds2-mini.Q8_0", "glm5-dense.Q8_0", "glm5-tiny.Q8_0"} {
+		path := testModels + name + ".gguf"
+		code, out, errs := runCmd(t, "inspect", "--json", path)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		var rep struct {
+			Derived map[string]any `json:"derived"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := rep.Derived["kv_cache_bytes_per_token"].(float64)
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.New(f, model.Options{Threads: 1})
+		if err != nil {
+			f.Close()
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := float64(s.CacheBytes()) / 64
+		s.Close()
+		m.Close()
+		f.Close()
+		if got != want {
+			t.Errorf("%s: inspect says %g cache bytes per token, a session holds %g", name, got, want)
+		}
+		if code, out, _ := runCmd(t, "inspect", path); code != 0 || !strings.Contains(out, "KV cache (f32):") {
+			t.Errorf("%s: no KV cache line in\n%s", name, out)
+		}
 	}
 }
