@@ -56,6 +56,11 @@ mkdir -p "$OUT"
 S=$OUT/gpu-check-summary.txt
 LOG=$OUT/gpu-check-tests.log
 LIMIT=${GPU_CHECK_TIMEOUT:-420}
+# The driver's JIT cache in a folder the run can write: the first test
+# compiles the PTX, the later steps reuse it.
+JIT=$(cd "$OUT" && pwd)/jit-cache
+mkdir -p "$JIT"
+export CUDA_CACHE_PATH="$JIT"
 {
 	echo "glmrun gpu-check, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC')"
 	nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 ||
@@ -67,7 +72,7 @@ echo "GPUs: ${NDEV:-0}" | tee -a "$S"
 # The tests read ../../testdata relative to their package directory.
 (
 	cd backend/cuda &&
-		GLMRUN_CUDA=1 GLMRUN_CUDA_DEVICES="${NDEV:-1}" CUDA_CACHE_DISABLE=1 \
+		GLMRUN_CUDA=1 GLMRUN_CUDA_DEVICES="${NDEV:-1}" CUDA_CACHE_PATH="$JIT" \
 			timeout -k 15 "$LIMIT" "../../$BIN/cuda.test" -test.v -test.count=1 -test.timeout "${LIMIT}s" \
 				-test.run "${GPU_CHECK_RUN:-.}"
 ) >"$LOG" 2>&1
@@ -97,4 +102,17 @@ done
 timeout -k 5 60 "$BIN/glmrun" diff "$OUT/dump-cpu" "$OUT/dump-cuda" >"$OUT/diff.out" 2>&1
 drc=$?
 tail -n 1 "$OUT/diff.out" | sed 's/^/  /' | tee -a "$S"
-[ $rc -eq 0 ] && [ $crc -eq 0 ] && [ $drc -eq 0 ]
+
+# Throughput: a small synthetic GLM-4.7-Flash (2 blocks, Q4_K_M) through
+# glmrun bench on the GPU and, for scale, on the CPU.
+echo "bench: synthetic GLM-4.7-Flash shape, 2 blocks, Q4_K_M: pp512 and tg64, cuda then cpu" | tee -a "$S"
+timeout -k 5 120 "$BIN/glmrun" synth -layers 2 -o "$OUT/flash2.gguf" --tokenizer testdata/models/glm5-mini.Q8_0.gguf \
+	>"$OUT/synth.out" 2>&1 || tail -n 2 "$OUT/synth.out" | sed 's/^/  /' | tee -a "$S"
+brc=0
+for b in cuda cpu; do
+	timeout -k 5 120 "$BIN/glmrun" bench -m "$OUT/flash2.gguf" --backend $b -p 512 -n 64 -r 2 \
+		>"$OUT/bench-$b.out" 2>&1 || brc=1
+	grep -E '^\| .*(pp|tg)[0-9]' "$OUT/bench-$b.out" | sed "s/^/  $b /" | tee -a "$S"
+	tail -n 1 "$OUT/bench-$b.out" | sed "s/^/  $b: /" | tee -a "$S"
+done
+[ $rc -eq 0 ] && [ $crc -eq 0 ] && [ $drc -eq 0 ] && [ $brc -eq 0 ]
