@@ -85,16 +85,7 @@ func TestWrite(t *testing.T) {
 			// within quantization noise of the exact one.
 			dense := tiny
 			dense.LeadDense = dense.Layers
-			dpath := filepath.Join(t.TempDir(), "dense.gguf")
-			if _, err := Write(dpath, Options{Shape: dense, Mix: mix, Seed: 2, Tokenizer: src}); err != nil {
-				t.Fatal(err)
-			}
-			df, err := gguf.Open(dpath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer df.Close()
-			run(t, df, ids, 0.05)
+			run(t, writeOpen(t, Options{Shape: dense, Mix: mix, Seed: 2, Tokenizer: src}), ids, 0.05)
 		})
 	}
 }
@@ -111,15 +102,7 @@ func TestWriteGLMDSA(t *testing.T) {
 	defer src.Close()
 	dsa := tiny
 	dsa.Arch, dsa.IndexHeads, dsa.IndexDim, dsa.IndexTopK = ArchGLMDSA, 4, 64, 4
-	path := filepath.Join(t.TempDir(), "dsa.gguf")
-	if _, err := Write(path, Options{Shape: dsa, Seed: 3, Tokenizer: src}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := writeOpen(t, Options{Shape: dsa, Seed: 3, Tokenizer: src})
 	m, err := model.New(f, model.Options{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -140,16 +123,23 @@ func TestWriteGLMDSA(t *testing.T) {
 	run(t, f, ids, 0)
 	dense := dsa
 	dense.LeadDense, dense.IndexTopK = dense.Layers, 64
-	dpath := filepath.Join(t.TempDir(), "dsa-dense.gguf")
-	if _, err := Write(dpath, Options{Shape: dense, Seed: 4, Tokenizer: src}); err != nil {
+	run(t, writeOpen(t, Options{Shape: dense, Seed: 4, Tokenizer: src}), ids, 0.05)
+}
+
+// writeOpen writes a model with o into the test's temporary directory and
+// opens it until the test ends.
+func writeOpen(t *testing.T, o Options) *gguf.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "synth.gguf")
+	if _, err := Write(path, o); err != nil {
 		t.Fatal(err)
 	}
-	df, err := gguf.Open(dpath)
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer df.Close()
-	run(t, df, ids, 0.05)
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // run prefills ids with the exact and the fast path, checks that every
