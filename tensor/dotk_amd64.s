@@ -265,6 +265,18 @@ q5kloop:
 	ACCQ6(yo+96(DI), dotShufQ6<>+96(SB))
 
 // func dotQ6KQ8KAVX2(x, y *byte, nb int) float32
+// FMAD16 adds d·dy times the int32 lanes A (converted) to the float lanes
+// ACC: d the f16 at off(SI), dy the Q8_K block's scale at 0(DI). Clobbers
+// AX and Y4.
+#define FMAD16(off, A, ACC) \
+	VCVTDQ2PS    A, A; \
+	MOVWLZX      off(SI), AX; \
+	VMOVD        AX, X4; \
+	VCVTPH2PS    X4, X4; \
+	VMULSS       0(DI), X4, X4; \
+	VBROADCASTSS X4, Y4; \
+	VFMADD231PS  Y4, A, ACC
+
 TEXT ·dotQ6KQ8KAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ y+8(FP), DI
@@ -286,13 +298,7 @@ q6kloop:
 	HALFQ6(0, 128, 192, 4)
 	HALFQ6(64, 160, 200, 132)
 	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	MOVWLZX      208(SI), AX
-	VMOVD        AX, X4
-	VCVTPH2PS    X4, X4
-	VMULSS       0(DI), X4, X4
-	VBROADCASTSS X4, Y4
-	VFMADD231PS  Y4, Y7, Y0
+	FMAD16(208, Y7, Y0)
 	ADDQ         $210, SI
 	ADDQ         $292, DI
 	DECQ         CX
@@ -443,21 +449,8 @@ q2kloop:
 	PLANE2(1, 164)
 	PLANE2(2, 196)
 	PLANE2(3, 228)
-	VCVTDQ2PS    Y7, Y7
-	VCVTDQ2PS    Y6, Y6
-	VMOVSS       0(DI), X5
-	MOVWLZX      80(SI), AX
-	VMOVD        AX, X4
-	VCVTPH2PS    X4, X4
-	VMULSS       X5, X4, X4
-	VBROADCASTSS X4, Y4
-	VFMADD231PS  Y4, Y7, Y0
-	MOVWLZX      82(SI), AX
-	VMOVD        AX, X4
-	VCVTPH2PS    X4, X4
-	VMULSS       X5, X4, X4
-	VBROADCASTSS X4, Y4
-	VFMADD231PS  Y4, Y6, Y1
+	FMAD16(80, Y7, Y0)
+	FMAD16(82, Y6, Y1)
 	ADDQ         $84, SI
 	ADDQ         $292, DI
 	DECQ         CX
@@ -534,13 +527,7 @@ q3kloop:
 	PLANE3(2, 6, 196)
 	PLANE3(3, 7, 228)
 	VPSUBD       Y6, Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	MOVWLZX      108(SI), AX
-	VMOVD        AX, X4
-	VCVTPH2PS    X4, X4
-	VMULSS       0(DI), X4, X4
-	VBROADCASTSS X4, Y4
-	VFMADD231PS  Y4, Y7, Y0
+	FMAD16(108, Y7, Y0)
 	ADDQ         $110, SI
 	ADDQ         $292, DI
 	DECQ         CX
