@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun/internal/genloop"
+	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/sample"
 )
 
@@ -53,8 +54,15 @@ type GenerateOptions struct {
 	// NoSpeculation decodes this generation token by token even when the
 	// model was loaded with Options.SpecDraft. Speculation is off by itself
 	// while the sampler's penalties are on (a draft's distribution would
-	// depend on drafts not yet accepted).
+	// depend on drafts not yet accepted), and with a Grammar.
 	NoSpeculation bool
+	// Grammar, if set, limits the generated text to the sentences of a
+	// grammar (package model/grammar: GBNF, or grammar.SchemaGrammar for a
+	// JSON schema): at each step the tokens that cannot continue one are
+	// masked out before sampling, and the generation ends with StopGrammar
+	// once the sentence is complete and nothing can follow. Logprobs are
+	// those of the masked distribution.
+	Grammar *grammar.Grammar
 }
 
 // Token is one generated token.
@@ -88,6 +96,7 @@ const (
 	StopContext  StopReason = "context"  // the context is full
 	StopCanceled StopReason = "canceled" // the context.Context was canceled
 	StopBreak    StopReason = "break"    // the caller stopped iterating
+	StopGrammar  StopReason = "grammar"  // GenerateOptions.Grammar's sentence is complete
 )
 
 // Stats are the counts and timings of one generation.
@@ -149,17 +158,29 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 		smp.Accept(id)
 	}
 	s.unlock()
-	gen := genloop.New(genloop.Options{
+	gopts := genloop.Options{
 		Tokenizer: s.m.tok, Special: opts.Special, RawBytes: opts.RawBytes, IgnoreEOS: opts.IgnoreEOS,
 		Stop: opts.Stop, MaxTokens: opts.MaxTokens,
-	})
+	}
+	var gm *grammar.Matcher
+	if opts.Grammar != nil {
+		v, err := s.m.GrammarVocab()
+		if err != nil {
+			return err
+		}
+		if gm, err = opts.Grammar.NewMatcher(v); err != nil {
+			return fmt.Errorf("glmrun: %w", err)
+		}
+		gopts.Done = func(int32) bool { return gm.Finished() }
+	}
+	gen := genloop.New(gopts)
 	var sp *speculator
-	if k := s.m.opts.SpecDraft; k > 0 && !opts.NoSpeculation && !smp.Penalties() {
+	if k := s.m.opts.SpecDraft; k > 0 && !opts.NoSpeculation && !smp.Penalties() && gm == nil {
 		sp = &speculator{k: k}
 		defer s.dropDrafts(sp)
 	}
 	for n := 0; ; n++ {
-		tok, sampled, filled, err := s.step(ctx, n, smp, opts, stats, sp)
+		tok, sampled, filled, err := s.step(ctx, n, smp, gm, opts, stats, sp)
 		if err != nil || !sampled {
 			return err
 		}
@@ -181,12 +202,12 @@ func (s *Session) generate(ctx context.Context, opts GenerateOptions, stats *Sta
 	}
 }
 
-// stopReasons names genloop's reasons; Done does not occur in a library
-// generation.
+// stopReasons names genloop's reasons (Done: the grammar is complete).
 var stopReasons = [...]StopReason{
 	genloop.Running:    StopNone,
 	genloop.EOG:        StopEOG,
 	genloop.StopString: StopString,
+	genloop.Done:       StopGrammar,
 	genloop.Length:     StopLength,
 	genloop.Context:    StopContext,
 }
@@ -195,7 +216,7 @@ var stopReasons = [...]StopReason{
 // evaluates the sequence, samples a token and appends it to the sequence.
 // sampled is false if the sequence already fills the context; filled
 // reports that the new token fills it.
-func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts GenerateOptions, stats *Stats, sp *speculator) (tok Token, sampled, filled bool, err error) {
+func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, gm *grammar.Matcher, opts GenerateOptions, stats *Stats, sp *speculator) (tok Token, sampled, filled bool, err error) {
 	if err := s.lock(); err != nil {
 		return Token{}, false, false, err
 	}
@@ -228,9 +249,21 @@ func (s *Session) step(ctx context.Context, n int, smp *sample.Sampler, opts Gen
 		return Token{}, false, false, err
 	}
 	want := opts.Logprobs || opts.TopLogprobs > 0
-	id, lp, err := genloop.Pick(smp, logits, nil, want, opts.TopLogprobs)
+	var mask func([]float32) error
+	if gm != nil {
+		// The mask writes -Inf into the logits: a copy, since the session
+		// keeps them for the next step.
+		s.masked = append(s.masked[:0], logits...)
+		logits, mask = s.masked, gm.Apply
+	}
+	id, lp, err := genloop.Pick(smp, logits, mask, want, opts.TopLogprobs)
 	if err != nil {
 		return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
+	}
+	if gm != nil {
+		if err := gm.Accept(id); err != nil {
+			return Token{}, false, false, fmt.Errorf("glmrun: %w", err)
+		}
 	}
 	smp.Accept(id)
 	tok = Token{ID: id}

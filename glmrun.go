@@ -12,6 +12,7 @@ import (
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
+	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
@@ -100,6 +101,29 @@ type Model struct {
 	// no new step starts.
 	inUse  sync.RWMutex
 	closed atomic.Bool
+
+	vocabOnce sync.Once // builds vocab on first use
+	vocab     *grammar.Vocab
+	vocabErr  error
+}
+
+// GrammarVocab returns the tokenizer's vocabulary as a grammar matcher
+// reads it (package model/grammar): each token's text, control tokens with
+// none, and the end-of-generation tokens. It is built on first use and
+// shared by every generation (library and server) that a grammar
+// constrains.
+func (m *Model) GrammarVocab() (*grammar.Vocab, error) {
+	m.vocabOnce.Do(func() {
+		pieces := make([]string, m.tok.NumTokens())
+		for id := range pieces {
+			pieces[id] = m.tok.Piece(int32(id), false)
+		}
+		m.vocab, m.vocabErr = grammar.NewVocab(pieces, m.tok.EOGs())
+		if m.vocabErr != nil {
+			m.vocabErr = fmt.Errorf("glmrun: grammar vocabulary: %w", m.vocabErr)
+		}
+	})
+	return m.vocab, m.vocabErr
 }
 
 // acquire starts a step that reads the weights: it returns an error

@@ -42,6 +42,7 @@ type Session struct {
 	// logits are the logits after tokens[:logitsPos] (nil if unknown).
 	logits    []float32
 	logitsPos int
+	masked    []float32 // a grammar's masked copy of logits
 
 	stats Stats
 }

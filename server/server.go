@@ -10,13 +10,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/chat"
-	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
@@ -109,10 +107,6 @@ type Server struct {
 	created int64
 	ctxSize int
 	markers map[int32]byte // chat requests' markup control tokens; nil with Config.Special
-
-	vocabOnce sync.Once // builds vocab, the grammar matcher's index of the tokenizer
-	vocab     *grammar.Vocab
-	vocabErr  error
 
 	// script, when set (tests only), gives the tokens a request emits
 	// instead of sampled ones, from its prompt.

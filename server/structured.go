@@ -78,19 +78,9 @@ func compileConstraint(rf *responseFormat, gbnf *string) (*grammar.Grammar, *api
 	return g, nil
 }
 
-// grammarVocab is the tokenizer's vocabulary as the grammar matcher sees
-// it, built on first use and shared by all requests.
-func (s *Server) grammarVocab() (*grammar.Vocab, error) {
-	s.vocabOnce.Do(func() {
-		t := s.tok
-		pieces := make([]string, t.NumTokens())
-		for id := range pieces {
-			pieces[id] = t.Piece(int32(id), false)
-		}
-		s.vocab, s.vocabErr = grammar.NewVocab(pieces, t.EOGs())
-	})
-	return s.vocab, s.vocabErr
-}
+// grammarVocab is the model's vocabulary as the grammar matcher sees it,
+// shared with the library's generations (glmrun.Model.GrammarVocab).
+func (s *Server) grammarVocab() (*grammar.Vocab, error) { return s.cfg.Model.GrammarVocab() }
 
 // constraint is a request's grammar matcher and the token that switches it
 // on (-1: on from the first token).
