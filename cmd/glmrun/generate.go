@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun"
+	"github.com/glmrun/glmrun/model/grammar"
 )
 
 // defaultMaxTokens is -n's default. llama.cpp's is -1 (until the end of
@@ -51,6 +52,11 @@ type genFlags struct {
 	exact        bool
 	invariant    bool
 	force        bool
+
+	// The constraint flags (generate only): GBNF text or file, JSON
+	// schema text or file; check compiles the one given into grammar.
+	grammarText, grammarFile, schemaText, schemaFile string
+	grammar                                          *grammar.Grammar
 }
 
 // stringList is a repeatable string flag.
@@ -152,7 +158,56 @@ func (g *genFlags) check() (warnings []string, err error) {
 	if _, err := g.logitBias(); err != nil {
 		return nil, err
 	}
+	if err := g.compileGrammar(); err != nil {
+		return nil, err
+	}
 	return warnings, nil
+}
+
+// compileGrammar reads the constraint flag given (at most one) into
+// g.grammar: a usage error names the flag and what is wrong with it.
+func (g *genFlags) compileGrammar() error {
+	var src, flag string
+	n := 0
+	for _, c := range []struct {
+		flag, val  string
+		file, json bool
+	}{
+		{"--grammar", g.grammarText, false, false}, {"--grammar-file", g.grammarFile, true, false},
+		{"--json-schema", g.schemaText, false, true}, {"--json-schema-file", g.schemaFile, true, true},
+	} {
+		if c.val == "" {
+			continue
+		}
+		n++
+		flag, src = c.flag, c.val
+		if c.file {
+			b, err := readTextFile(c.val)
+			if err != nil {
+				return usageErr("%s: %v", c.flag, err)
+			}
+			src = string(b)
+		}
+		if c.json {
+			gb, err := grammar.SchemaGrammar([]byte(src))
+			if err != nil {
+				return usageErr("%s: %v", c.flag, err)
+			}
+			src = gb
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > 1 {
+		return usageErr("--grammar, --grammar-file, --json-schema and --json-schema-file: give one")
+	}
+	gr, err := grammar.Parse(src)
+	if err != nil {
+		return usageErr("%s: %v", flag, err)
+	}
+	g.grammar = gr
+	return nil
 }
 
 var biasRE = regexp.MustCompile(`^(\d+)([+-])(inf|[0-9.]+(?:[eE][+-]?\d+)?)$`)
@@ -230,6 +285,7 @@ func (g *genFlags) options(stderr io.Writer) (glmrun.GenerateOptions, error) {
 		// it (a byte-level token that is half a character shows as the
 		// terminal shows it); --logprobs' JSON lines need valid UTF-8.
 		RawBytes: g.logprobs == 0,
+		Grammar:  g.grammar,
 	}
 	return o, nil
 }
@@ -289,6 +345,11 @@ func newGenerateFlags(stderr io.Writer) (*flag.FlagSet, *genFlags, *string, *str
 	file := fs.String("f", "", "read the prompt from `FILE` (- for standard input)")
 	fs.StringVar(file, "file", "", "same as -f `FILE`")
 	noDisplay := fs.Bool("no-display-prompt", false, "print only the generated text, not the prompt before it")
+	fs.StringVar(&g.grammarText, "grammar", "", "limit the text to the sentences of a GBNF `GRAMMAR` (llama.cpp's notation; <[ID]> names a token)")
+	fs.StringVar(&g.grammarFile, "grammar-file", "", "read the --grammar from `FILE`")
+	fs.StringVar(&g.schemaText, "json-schema", "", "limit the text to JSON valid under a JSON `SCHEMA` (the subset the server's response_format takes)")
+	fs.StringVar(&g.schemaText, "j", "", "same as --json-schema `SCHEMA`")
+	fs.StringVar(&g.schemaFile, "json-schema-file", "", "read the --json-schema from `FILE`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), generateUsage)
 		fs.PrintDefaults()
@@ -446,6 +507,7 @@ var stopWords = map[glmrun.StopReason]string{
 	glmrun.StopContext:  "context full (-c)",
 	glmrun.StopCanceled: "interrupted",
 	glmrun.StopBreak:    "interrupted",
+	glmrun.StopGrammar:  "the grammar is complete",
 }
 
 // flushWriter buffers writes to stdout and flushes them per token, so text

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,6 +287,59 @@ func TestProgressFor(t *testing.T) {
 	for i, w := range want {
 		if !strings.Contains(lines[i], w) || !strings.Contains(lines[i], "big-00001-of-00002.gguf") {
 			t.Errorf("line %d %q lacks %q", i, lines[i], w)
+		}
+	}
+}
+
+// TestGenerateGrammarFlags: --grammar, --grammar-file and --json-schema
+// hold the untrained bundled model's text to their sentences, and a bad or
+// second constraint is a usage error naming the flag.
+func TestGenerateGrammarFlags(t *testing.T) {
+	dir := t.TempDir()
+	gf := filepath.Join(dir, "yn.gbnf")
+	if err := os.WriteFile(gf, []byte(`root ::= " yes" | " no"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--grammar", `root ::= " yes" | " no"`},
+		{"--grammar-file", gf},
+	} {
+		code, out, errs := runCLI(t, append([]string{"-p", "Answer:", "--temp", "1", "--seed", "5", "--no-display-prompt"}, args...)...)
+		if code != 0 || (out != " yes\n" && out != " no\n") || !strings.Contains(errs, "the grammar is complete") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", args, code, out, errs)
+		}
+	}
+	schema := `{"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}, "required": ["n", "ok"], "additionalProperties": false}`
+	for seed := range 3 {
+		code, out, errs := runCLI(t, "-p", "Data:", "-j", schema, "-n", "200", "--seed", fmt.Sprint(seed), "--no-display-prompt")
+		var v struct {
+			N  *int  `json:"n"`
+			OK *bool `json:"ok"`
+		}
+		if code != 0 {
+			t.Fatalf("-j: exit %d: %s", code, errs)
+		}
+		if strings.Contains(errs, "the grammar is complete") {
+			dec := json.NewDecoder(strings.NewReader(out))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&v); err != nil || v.N == nil || v.OK == nil {
+				t.Errorf("-j seed %d: %q does not match the schema: %v", seed, out, err)
+			}
+		} else if !strings.Contains(errs, "token limit") {
+			t.Errorf("-j seed %d: ended otherwise: %s", seed, errs)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--grammar", "root ::= x"}, `--grammar: grammar: rule "x" is used but not defined`},
+		{[]string{"--grammar-file", filepath.Join(dir, "none.gbnf")}, "--grammar-file:"},
+		{[]string{"--json-schema", `{"pattern": "a"}`}, `--json-schema: grammar: schema keyword "pattern"`},
+		{[]string{"--grammar", `root ::= "a"`, "-j", "{}"}, "give one"},
+	} {
+		if code, _, errs := runCLI(t, append([]string{"-p", "x"}, c.args...)...); code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errs, c.want)
 		}
 	}
 }
