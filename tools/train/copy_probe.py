@@ -32,9 +32,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--offset", choices=["fixed", "variable"], default="variable")
     ap.add_argument("--ids", type=int, default=512, help="distinct token ids in the sequences")
+    ap.add_argument("--periodic", type=float, default=0.0,
+                    help="share of documents that repeat a random sequence of ids over and over (loss after the "
+                         "first period)")
+    ap.add_argument("--periods", default="2-12",
+                    help="LO-HI: the period of the --periodic documents (2-2: always the token two back, which a "
+                         "head on the previous token gets right: the head an induction head builds on)")
     ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--tokens", type=int, default=800, help="tokens per step")
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=0, help="steps of linear learning-rate warm-up")
+    ap.add_argument("--stop-acc", type=float, default=0.0,
+                    help="stop once three logged accuracies in a row reach this (0: run all steps)")
     ap.add_argument("--bf16", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
@@ -55,13 +64,23 @@ def main():
     r = random.Random(a.seed)
     lo = 300
 
+    plo, phi = (int(x) for x in a.periods.split("-"))
+
+    def periodic():
+        p = r.randint(plo, phi)
+        s = [lo + r.randrange(a.ids) for _ in range(p)]
+        n = r.randint(40, 100)
+        return [5] + (s * (n // p + 1))[:n], 1 + p, True
+
     def doc():
+        if a.periodic and r.random() < a.periodic:
+            return periodic()
         if a.offset == "fixed":
             pre, n = [], 24
         else:
             pre, n = [lo + r.randrange(a.ids) for _ in range(r.randint(0, 20))], r.randint(8, 40)
         s = [lo + r.randrange(a.ids) for _ in range(n)]
-        return [5] + pre + s + [7] + s, len(pre) + n + 2
+        return [5] + pre + s + [7] + s, len(pre) + n + 2, False
 
     def batch():
         docs, total = [], 0
@@ -69,20 +88,25 @@ def main():
             d = doc()
             docs.append(d)
             total += len(d[0])
-        T = max(len(x) for x, _ in docs)
+        T = max(len(x) for x, _, _ in docs)
         ids = torch.zeros(len(docs), T, dtype=torch.long)
         w = torch.zeros(len(docs), T)
+        per = torch.zeros(len(docs), dtype=torch.bool)
         doc_no = torch.arange(len(docs))[:, None].expand(len(docs), T).clone()
-        for b, (x, start) in enumerate(docs):
+        for b, (x, start, is_per) in enumerate(docs):
             ids[b, :len(x)] = torch.tensor(x)
             w[b, start:len(x)] = 1.0
+            per[b] = is_per
             doc_no[b, len(x):] = -1 - b  # padding: a document of its own
         pos = torch.arange(T)[None].expand(len(docs), T)
-        return ids, w, pos, doc_no
+        return ids, w, pos, doc_no, per
 
     t0 = time.time()
+    good = 0
     for step in range(a.steps):
-        ids, w, pos, doc_no = batch()
+        for g in opt.param_groups:
+            g["lr"] = a.lr * min(1.0, (step + 1) / a.warmup) if a.warmup else a.lr
+        ids, w, pos, doc_no, per = batch()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
             h, _, _ = model.trunk(ids, pos, doc_no)
             lg = model.logits(h[:, :-1]).float()
@@ -94,10 +118,20 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % a.log_every == 0 or step == a.steps - 1:
-            at = tw > 0
-            acc = (lg.argmax(-1)[at] == ids[:, 1:][at]).float().mean().item()
-            print(json.dumps({"step": step, "loss": round(loss.item(), 3), "acc": round(acc, 3),
-                              "s": round(time.time() - t0)}), flush=True)
+            hit = lg.argmax(-1) == ids[:, 1:]
+            at = (tw > 0) & ~per[:, None]  # the copy documents: the accuracy that counts
+            acc = hit[at].float().mean().item() if at.any() else float("nan")
+            rec = {"step": step, "loss": round(loss.item(), 3), "acc": round(acc, 3)}
+            if per.any():
+                pat = (tw > 0) & per[:, None]
+                rec["periodic_acc"] = round(hit[pat].float().mean().item(), 3)
+            rec["s"] = round(time.time() - t0)
+            print(json.dumps(rec), flush=True)
+            good = good + 1 if a.stop_acc and acc >= a.stop_acc else 0
+            if good >= 3:
+                break
+            if a.save and step % (a.log_every * 10) == 0:
+                torch.save({"model": model.state_dict()}, a.save)
     if a.save:
         torch.save({"model": model.state_dict()}, a.save)
 
