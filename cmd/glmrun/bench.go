@@ -306,14 +306,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		d.PeakRSSBytes = peakRSS()
 		results = append(results, d)
 	}
-	res = results[0]
+	// --spec-mtp has one depth: its results go with that depth's.
+	spec := &results[0]
 	if len(ks) > 0 {
-		res.SpecK = ks
+		spec.SpecK = ks
 		ratios, stepMS, err := verifyCost(s, maxDepth, ks, *reps, random, logits)
 		if err != nil {
 			return err
 		}
-		res.SpecVerify = ratios
+		spec.SpecVerify = ratios
 		if c.NextN > 0 {
 			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Exact: *exact,
 				BatchInvariant: *invariant, AllowUnknownKeys: *force}
@@ -325,12 +326,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 				if err != nil {
 					return err
 				}
-				res.SpecGen = append(res.SpecGen, g)
+				spec.SpecGen = append(spec.SpecGen, g)
 			}
 		}
 		defer func() {
 			if !*asJSON {
-				printSpec(stdout, ks, ratios, stepMS, res.SpecGen, *specTemp)
+				printSpec(stdout, ks, ratios, stepMS, spec.SpecGen, *specTemp)
 			}
 		}()
 	}
@@ -338,7 +339,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for i := range results {
 		results[i].LoadAverage = load
 	}
-	results[0].SpecK, results[0].SpecVerify, results[0].SpecGen = res.SpecK, res.SpecVerify, res.SpecGen
 	if *asJSON {
 		var v any = results[0]
 		if len(results) > 1 {
