@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,11 +31,7 @@ func (s *Server) forcedCallGrammar(tools []json.RawMessage, name string) (*gramm
 		tags[tag] = fmt.Sprintf("<[%d]>", id)
 	}
 	funcs := toolParamTypes(tools)
-	names := make([]string, 0, len(funcs))
-	for n := range funcs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(funcs))
 	var b strings.Builder
 	first := "call"
 	if name != "" {
@@ -58,11 +55,7 @@ func (s *Server) forcedCallGrammar(tools []json.RawMessage, name string) (*gramm
 	b.WriteString("\n")
 	for i, n := range names {
 		params := funcs[n]
-		keys := make([]string, 0, len(params))
-		for k := range params {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(params))
 		if len(keys) == 0 {
 			fmt.Fprintf(&b, "args%d ::= \"\"\n", i)
 			continue
