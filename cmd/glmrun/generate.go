@@ -313,9 +313,8 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		m.Close()
 		return nil, nil, err
 	}
-	n := s.ContextSize()
-	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, f32)\n",
-		humanBytes(s.CacheBytes()), n, humanBytes(s.CacheBytes()/int64(n)))
+	n, b := s.ContextSize(), s.CacheBytes()
+	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, f32)\n", humanBytes(b), n, humanBytes(b/int64(n)))
 	return m, s, nil
 }
 
