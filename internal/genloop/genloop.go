@@ -111,7 +111,7 @@ func (s *Stream) Add(id int32, contextFull bool) (Step, error) {
 	}
 	buf := s.held + piece
 	s.held = ""
-	if i, st := FirstStop(buf, s.stops); i >= 0 {
+	if i, st := firstStop(buf, s.stops); i >= 0 {
 		// The decoder's held bytes come after the stop string: dropped.
 		return Step{Text: buf[:i], Reason: StopString, StopString: st}, nil
 	}
@@ -127,7 +127,7 @@ func (s *Stream) Add(id int32, contextFull bool) (Step, error) {
 	if r != Running {
 		return Step{Text: buf + s.dec.Flush(), Reason: r}, nil
 	}
-	keep := StopPrefixLen(buf, s.stops)
+	keep := stopPrefixLen(buf, s.stops)
 	s.held = buf[len(buf)-keep:]
 	return Step{Text: buf[:len(buf)-keep]}, nil
 }
@@ -154,9 +154,9 @@ func Pick(smp *sample.Sampler, logits []float32, mask func([]float32) error, wan
 	return id, lp, err
 }
 
-// FirstStop returns the index of the earliest stop string in text and that
+// firstStop returns the index of the earliest stop string in text and that
 // string (the first listed of those starting there), or -1, "".
-func FirstStop(text string, stops []string) (int, string) {
+func firstStop(text string, stops []string) (int, string) {
 	best, which := -1, ""
 	for _, st := range stops {
 		if st == "" {
@@ -169,10 +169,10 @@ func FirstStop(text string, stops []string) (int, string) {
 	return best, which
 }
 
-// StopPrefixLen returns the length of the longest suffix of text that is a
+// stopPrefixLen returns the length of the longest suffix of text that is a
 // proper prefix of a stop string: the text to hold back because a stop
 // string may be completing.
-func StopPrefixLen(text string, stops []string) int {
+func stopPrefixLen(text string, stops []string) int {
 	best := 0
 	for _, st := range stops {
 		for n := min(len(st)-1, len(text)); n > best; n-- {

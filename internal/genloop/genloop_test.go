@@ -118,11 +118,11 @@ func TestStopStrings(t *testing.T) {
 		{"xx", []string{"xxx"}, -1, 2},
 		{"hé", []string{"é!"}, -1, 2},
 	} {
-		if got, _ := FirstStop(tc.text, tc.stop); got != tc.index {
-			t.Errorf("FirstStop(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.index)
+		if got, _ := firstStop(tc.text, tc.stop); got != tc.index {
+			t.Errorf("firstStop(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.index)
 		}
-		if got := StopPrefixLen(tc.text, tc.stop); got != tc.prefix {
-			t.Errorf("StopPrefixLen(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.prefix)
+		if got := stopPrefixLen(tc.text, tc.stop); got != tc.prefix {
+			t.Errorf("stopPrefixLen(%q, %q) = %d, want %d", tc.text, tc.stop, got, tc.prefix)
 		}
 	}
 }
