@@ -291,7 +291,7 @@ func (m *Matcher) Accept(id int32) error {
 	if id < 0 || int(id) >= m.v.n {
 		return fmt.Errorf("grammar: token id %d out of range [0, %d)", id, m.v.n)
 	}
-	if m.p.need == 0 {
+	if m.p.need == 0 && m.a.g.tokens {
 		// A token reference (<[id]>) in the grammar takes the token
 		// whatever its text.
 		st, err := m.a.advance(m.st, tokenBase+id)
@@ -346,7 +346,7 @@ func (m *Matcher) Allowed() ([]uint64, error) {
 	if err := m.walk(0, m.st, m.p, mask); err != nil {
 		return nil, err
 	}
-	if m.p.need == 0 {
+	if m.p.need == 0 && m.a.g.tokens {
 		m.markTokens(mask)
 	}
 	if m.Accepting() {

@@ -84,6 +84,9 @@ type Grammar struct {
 	alts  [][]int32 // per rule: where each alternative starts in elems
 	names []string
 	root  int32
+	// tokens says the grammar has token references (<[N]>): only then
+	// does a matcher look for them.
+	tokens bool
 }
 
 // Rules returns the number of rules, those the text defines and those the
@@ -363,6 +366,7 @@ func (p *parser) item(depth int) ([]elem, error) {
 			return nil, p.errorf("bad token id %q in <[...]>", digits)
 		}
 		p.pos += end + 2
+		p.g.tokens = true
 		t := tokenBase + rune(id)
 		return []elem{{kind: elemChars, ranges: []cpRange{{t, t}}}}, nil
 	case c == '(':
