@@ -268,3 +268,130 @@ keys:
 kdone:
 	VZEROUPPER
 	RET
+
+// func dot4x4AVX512(q *float32, ldq int, lat *float32, offs *int32, n int, out *[16]float32)
+//
+// out[4h+k] = Σ_d q[h·ldq+d]·lat[offs[k]+d] for four query rows h and
+// four keys k, n a multiple of 16: each 16-column step loads the four
+// query and four key vectors once for sixteen multiply-adds (dot4 loads
+// five vectors for four). The sixteen sums end in one reduction tree
+// (dot4x4Generic spells out its order).
+TEXT ·dot4x4AVX512(SB), NOSPLIT, $0-48
+	ROWS4(q+0(FP), ldq+8(FP))
+	MOVQ    lat+16(FP), SI
+	MOVQ    offs+24(FP), AX
+	MOVLQSX 0(AX), R11
+	MOVLQSX 4(AX), R12
+	MOVLQSX 8(AX), R13
+	MOVLQSX 12(AX), R14
+	LEAQ    (SI)(R11*4), R11
+	LEAQ    (SI)(R12*4), R12
+	LEAQ    (SI)(R13*4), R13
+	LEAQ    (SI)(R14*4), R14
+	MOVQ    n+32(FP), CX
+	SHLQ    $2, CX
+	XORQ    BX, BX
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	VXORPS  Z2, Z2, Z2
+	VXORPS  Z3, Z3, Z3
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+	VXORPS  Z7, Z7, Z7
+	VXORPS  Z8, Z8, Z8
+	VXORPS  Z9, Z9, Z9
+	VXORPS  Z10, Z10, Z10
+	VXORPS  Z11, Z11, Z11
+	VXORPS  Z12, Z12, Z12
+	VXORPS  Z13, Z13, Z13
+	VXORPS  Z14, Z14, Z14
+	VXORPS  Z15, Z15, Z15
+
+loop:
+	CMPQ        BX, CX
+	JGE         reduce
+	VMOVUPS     (DI)(BX*1), Z16
+	VMOVUPS     (R8)(BX*1), Z17
+	VMOVUPS     (R9)(BX*1), Z18
+	VMOVUPS     (R10)(BX*1), Z19
+	VMOVUPS     (R11)(BX*1), Z20
+	VMOVUPS     (R12)(BX*1), Z21
+	VMOVUPS     (R13)(BX*1), Z22
+	VMOVUPS     (R14)(BX*1), Z23
+	// Accumulator 4k+h: key k, query row h.
+	VFMADD231PS Z16, Z20, Z0
+	VFMADD231PS Z17, Z20, Z1
+	VFMADD231PS Z18, Z20, Z2
+	VFMADD231PS Z19, Z20, Z3
+	VFMADD231PS Z16, Z21, Z4
+	VFMADD231PS Z17, Z21, Z5
+	VFMADD231PS Z18, Z21, Z6
+	VFMADD231PS Z19, Z21, Z7
+	VFMADD231PS Z16, Z22, Z8
+	VFMADD231PS Z17, Z22, Z9
+	VFMADD231PS Z18, Z22, Z10
+	VFMADD231PS Z19, Z22, Z11
+	VFMADD231PS Z16, Z23, Z12
+	VFMADD231PS Z17, Z23, Z13
+	VFMADD231PS Z18, Z23, Z14
+	VFMADD231PS Z19, Z23, Z15
+	ADDQ        $64, BX
+	JMP         loop
+
+reduce:
+	// Level 1, pairs (a, b): [a.l0+a.l2, a.l1+a.l3, b.l0+b.l2, b.l1+b.l3]
+	// in 128-bit lanes.
+	VSHUFF32X4 $0x44, Z1, Z0, Z16
+	VSHUFF32X4 $0xEE, Z1, Z0, Z17
+	VADDPS     Z17, Z16, Z0
+	VSHUFF32X4 $0x44, Z3, Z2, Z16
+	VSHUFF32X4 $0xEE, Z3, Z2, Z17
+	VADDPS     Z17, Z16, Z1
+	VSHUFF32X4 $0x44, Z5, Z4, Z16
+	VSHUFF32X4 $0xEE, Z5, Z4, Z17
+	VADDPS     Z17, Z16, Z2
+	VSHUFF32X4 $0x44, Z7, Z6, Z16
+	VSHUFF32X4 $0xEE, Z7, Z6, Z17
+	VADDPS     Z17, Z16, Z3
+	VSHUFF32X4 $0x44, Z9, Z8, Z16
+	VSHUFF32X4 $0xEE, Z9, Z8, Z17
+	VADDPS     Z17, Z16, Z4
+	VSHUFF32X4 $0x44, Z11, Z10, Z16
+	VSHUFF32X4 $0xEE, Z11, Z10, Z17
+	VADDPS     Z17, Z16, Z5
+	VSHUFF32X4 $0x44, Z13, Z12, Z16
+	VSHUFF32X4 $0xEE, Z13, Z12, Z17
+	VADDPS     Z17, Z16, Z6
+	VSHUFF32X4 $0x44, Z15, Z14, Z16
+	VSHUFF32X4 $0xEE, Z15, Z14, Z17
+	VADDPS     Z17, Z16, Z7
+	// Level 2: lane L of the result holds accumulator 4m+L's four partial
+	// sums.
+	VSHUFF32X4 $0x88, Z1, Z0, Z16
+	VSHUFF32X4 $0xDD, Z1, Z0, Z17
+	VADDPS     Z17, Z16, Z0
+	VSHUFF32X4 $0x88, Z3, Z2, Z16
+	VSHUFF32X4 $0xDD, Z3, Z2, Z17
+	VADDPS     Z17, Z16, Z1
+	VSHUFF32X4 $0x88, Z5, Z4, Z16
+	VSHUFF32X4 $0xDD, Z5, Z4, Z17
+	VADDPS     Z17, Z16, Z2
+	VSHUFF32X4 $0x88, Z7, Z6, Z16
+	VSHUFF32X4 $0xDD, Z7, Z6, Z17
+	VADDPS     Z17, Z16, Z3
+	// Levels 3 and 4, within the lanes: element 4L+j ends with the sum of
+	// accumulator 4j+L, which is out[4h+k] for h = L, k = j.
+	VSHUFPS $0x44, Z1, Z0, Z16
+	VSHUFPS $0xEE, Z1, Z0, Z17
+	VADDPS  Z17, Z16, Z0
+	VSHUFPS $0x44, Z3, Z2, Z16
+	VSHUFPS $0xEE, Z3, Z2, Z17
+	VADDPS  Z17, Z16, Z1
+	VSHUFPS $0x88, Z1, Z0, Z16
+	VSHUFPS $0xDD, Z1, Z0, Z17
+	VADDPS  Z17, Z16, Z0
+	MOVQ    out+40(FP), DX
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET

@@ -35,3 +35,15 @@ func dot1Generic(q, k []float32, n int) float32 {
 	}
 	return s
 }
+
+// dot4x4Generic is the twin of dot4x4: out[4h+k] is row h of q (ldq
+// apart) dotted with lat[offs[k]:][:n].
+func dot4x4Generic(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
+	var v [4]float32
+	for k, off := range offs {
+		dot4Generic(&v, q, ldq, lat[off:], n)
+		for h, x := range v {
+			out[4*h+k] = x
+		}
+	}
+}

@@ -120,6 +120,32 @@ func axpy4(o []float32, ldo int, e *[4]float32, c []float32, n int) {
 }
 
 //go:noescape
+func dot4x4AVX512(q *float32, ldq int, lat *float32, offs *[4]int32, n int, out *[16]float32)
+
+// dot4x4 writes to out[4h+k] the dot product of row h < 4 of q (ldq
+// apart) with lat[offs[k]:][:n]: four keys against four queries. With
+// AVX-512 (n a multiple of 16) every loaded vector serves four
+// multiply-adds and the sums are reduced in one tree, so the results may
+// differ from dot4's in the last bits; elsewhere it is four dot4 calls.
+func dot4x4(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
+	_ = q[3*ldq+n-1]
+	for _, off := range offs {
+		_ = lat[int(off)+n-1]
+	}
+	if useAVX512 && n%16 == 0 {
+		dot4x4AVX512(&q[0], ldq, &lat[0], offs, n, out)
+		return
+	}
+	var v [4]float32
+	for k, off := range offs {
+		dot4(&v, q, ldq, lat[off:], n)
+		for h, x := range v {
+			out[4*h+k] = x
+		}
+	}
+}
+
+//go:noescape
 func dot1AVX2(q *float32, k *float32, n int) float32
 
 // dot1 returns the dot product of q[:n] and k[:n], computed exactly as

@@ -28,3 +28,9 @@ func prefetch(b []byte) {}
 
 // swigluVec leaves every value to swigluGeneric here.
 func swigluVec(dst, gate, up []float32) int { return 0 }
+
+// dot4x4 writes to out[4h+k] the dot product of row h < 4 of q (ldq
+// apart) with lat[offs[k]:][:n].
+func dot4x4(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
+	dot4x4Generic(out, q, ldq, lat, offs, n)
+}

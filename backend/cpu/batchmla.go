@@ -23,17 +23,28 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 	if len(sel) != n || len(pos) != n {
 		panic(fmt.Sprintf("cpu: AttentionDecodeBatch: %d latents, %d selections, %d positions", n, len(sel), len(pos)))
 	}
-	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
-	dq := dn + dr
-	lats := make([][]float32, n)
-	sels := make([][]int32, n)
+	H, dq, dv := p.Heads, p.DNope+p.DRope, p.DV
+	s := d.getScratch()
+	defer d.putScratch(s)
+	lats, sels, _ := s.queries(n)
 	for i := range n {
 		lats[i], sels[i] = F32(latents[i]), Int32(sel[i])
 		checkMLA("AttentionDecodeBatch", q[i*H*dq:], lats[i], kqv[i*H*dv:], kb, vb, sels[i], 1, pos[i], p)
 	}
+	d.attendQueries(kqv, q, lats, sels, pos, kb, vb, p)
+	clear(lats) // the scratch outlives the caches: keep no reference to them
+	clear(sels)
+}
+
+// attendQueries runs batchAttnTask for n = len(lats) queries: query i at
+// position pos[i] over latent rows lats[i] with selection sels[i] (nil:
+// every row), q [n, Heads, dn+dr], kqv [n, Heads·dv].
+func (d *Device) attendQueries(kqv, q []float32, lats [][]float32, sels [][]int32, pos []int, kb, vb backend.Matrix, p backend.MLAParams) {
+	n := len(lats)
 	if n == 0 {
 		return
 	}
+	H, dr, kr := p.Heads, p.DRope, p.KVRank
 	c := d.cpu
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -41,11 +52,17 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 	defer d.putScratch(s)
 	s.qabs = grow(s.qabs, n*H*(kr+dr))
 	s.oabs = grow(s.oabs, n*H*kr)
-	t := &batchAttnTask{c: c, q: q, kqv: kqv, lats: lats, sels: sels, pos: pos, kb: kb, vb: vb, p: p,
-		qcat: s.qabs, ocat: s.oabs, groups: (H + 3) / 4}
+	t := &c.bat
+	*t = batchAttnTask{c: c, q: q, kqv: kqv, lats: lats, sels: sels, pos: pos, kb: kb, vb: vb, p: p,
+		qcat: s.qabs, ocat: s.oabs}
+	defer func() { *t = batchAttnTask{} }()
+	// Head groups as large as keep every worker busy: a group reads each
+	// latent row once for all of its heads.
+	t.groupHeads = min(H, max(4, (n*H/c.workers)&^3))
+	t.groups = (H + t.groupHeads - 1) / t.groupHeads
 	c.pool.do(t, H) // q̃ for every head
 	t.phase = 1
-	c.pool.do(t, n*t.groups) // attention, per sequence and group of heads
+	c.pool.do(t, n*t.groups) // attention, per query and group of heads
 	t.phase = 2
 	c.pool.do(t, H) // W_UV for every head
 }
@@ -55,17 +72,18 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 //
 //  0. chunk h: q̃ = W_UK_hᵀ q_nope for the n queries of head h (one
 //     product), written with q_pe as row [q̃ ‖ q_pe] of qcat [n, H, kr+dr];
-//  1. chunk (i, g): sequence i's attention over its latent for heads
-//     4g … 4g+3 together (MLA's latent is one KV head that every query
-//     head reads: each latent row is loaded once for four heads), into
-//     ocat [n, H, kr];
+//  1. chunk (i, g): sequence i's attention over its latent for the
+//     groupHeads heads of group g together (MLA's latent is one KV head
+//     that every query head reads: attendHeads loads each latent row once
+//     for all of them), into ocat [n, H, kr];
 //  2. chunk h: o = W_UV_h ô for the n queries of head h (one product).
 //
 // The products are MatMul's, exact or fast, on one worker. On the fast
 // path the scores, the online softmax and the weighted sums are those of
-// attendOnline, which the single-sequence path runs per head (dot4 and
-// axpy4 give each row what dot1 and axpy give it); on the exact path they
-// are AttentionDecode's, head by head.
+// attendOnline (dot4 and axpy4 give each row what dot1 and axpy give it;
+// without batch invariance dot4x4 may round the scores differently), the
+// same for a head whatever the grouping; on the exact path they are
+// AttentionDecode's, head by head.
 type batchAttnTask struct {
 	c          *CPU
 	phase      int
@@ -76,7 +94,8 @@ type batchAttnTask struct {
 	kb, vb     backend.Matrix
 	p          backend.MLAParams
 	qcat, ocat []float32
-	groups     int
+	groupHeads int // heads per phase-1 chunk, a multiple of four (or all)
+	groups     int // phase-1 chunks per query
 }
 
 func (a *batchAttnTask) run(wk, chunk int) {
@@ -99,27 +118,29 @@ func (a *batchAttnTask) run(wk, chunk int) {
 			copy(row[kr:], a.q[(t*H+h)*dq+dn:(t*H+h+1)*dq])
 		}
 	case 1:
-		t, h0 := chunk/a.groups, chunk%a.groups*4
+		t, h0 := chunk/a.groups, chunk%a.groups*a.groupHeads
+		h1 := min(h0+a.groupHeads, H)
 		keys := selRow(a.sels[t], 0, p.TopK)
 		nk := a.pos[t] + 1
 		if keys != nil {
 			nk = len(keys)
 		}
 		if !a.c.fast {
-			a.attendExact(ws, t, h0, keys, nk)
+			a.attendExact(ws, t, h0, h1, keys, nk)
 			return
 		}
 		h := h0
-		if h0+4 <= H {
+		if n4 := (h1 - h0) &^ 3; n4 > 0 {
 			if ws.scores4 == nil {
 				ws.scores4 = new([keyTile][4]float32)
 			}
-			attendHeads4(a.ocat[(t*H+h0)*kr:], a.qcat[(t*H+h0)*w:], a.lats[t], kr, dr, keys, nk, p.Tau, ws.scores4)
-			h += 4
+			ws.ml = grow(ws.ml, 2*n4)
+			attendHeads(a.ocat[(t*H+h0)*kr:], a.qcat[(t*H+h0)*w:], a.lats[t], kr, dr, keys, nk, n4, p.Tau, ws.scores4, ws.ml, a.c.invariant)
+			h += n4
 		}
 		ws.scores = grow(ws.scores, keyTile)
 		ws.probs = grow(ws.probs, w)
-		for ; h < H && h < h0+4; h++ {
+		for ; h < h1; h++ {
 			q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]
 			attendOnline(a.ocat[(t*H+h)*kr:(t*H+h+1)*kr], q[:kr], q[kr:], a.lats[t], kr, dr, keys, nk, p.Tau, ws.scores, ws.probs)
 		}
@@ -138,14 +159,13 @@ func (a *batchAttnTask) run(wk, chunk int) {
 }
 
 // attendExact is AttentionDecode's attention for sequence t and heads
-// h0 … h0+3 (those below Heads): scores by Dot, softmax, weighted sum by
-// Axpy, into ocat.
-func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0 int, keys []int32, nk int) {
+// [h0, h1): scores by Dot, softmax, weighted sum by Axpy, into ocat.
+func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int32, nk int) {
 	p := a.p
 	H, kr, w := p.Heads, p.KVRank, p.KVRank+p.DRope
 	lat := a.lats[t]
 	ws.scores = grow(ws.scores, nk)
-	for h := h0; h < H && h < h0+4; h++ {
+	for h := h0; h < h1; h++ {
 		q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]
 		sc := ws.scores[:nk]
 		for i := range sc {
@@ -162,61 +182,86 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0 int, keys []int32, 
 	}
 }
 
-// attendHeads4 is attendOnline for four queries of one sequence over the
-// same keys: rows j < 4 of q ([q̃ ‖ q_pe], kr+dr apart) attend over n
-// latent rows of lat (rows 0 … n−1, or keys[i] when keys is not nil) and
-// write rows j of o (kr apart). Every latent row is read once for the
-// four; each query's arithmetic is attendOnline's.
-func attendHeads4(o, q, lat []float32, kr, dr int, keys []int32, n int, tau float32, sc *[keyTile][4]float32) {
+// attendHeads is attendOnline for nh queries (a multiple of four) of one
+// sequence over the same keys: rows j < nh of q ([q̃ ‖ q_pe], kr+dr
+// apart) attend over n latent rows of lat (rows 0 … n−1, or keys[i] when
+// keys is not nil) and write rows j of o (kr apart). The keys are taken a
+// tile at a time and every group of four queries goes over the tile
+// before the next is loaded, so each latent row comes from memory once
+// for all nh queries (the gathered rows of a 64-key tile stay in the
+// caches). ml holds the running maxima and sums (2·nh values). With
+// invariant set each query's arithmetic is attendOnline's; otherwise the
+// scores of four keys at a time come from dot4x4, which may round
+// differently.
+func attendHeads(o, q, lat []float32, kr, dr int, keys []int32, n, nh int, tau float32, sc *[keyTile][4]float32, ml []float32, invariant bool) {
 	w := kr + dr
-	clear(o[:4*kr])
+	clear(o[:nh*kr])
 	inf := float32(math.Inf(-1))
-	m := [4]float32{inf, inf, inf, inf}
-	var l [4]float32
+	m, l := ml[:nh], ml[nh:2*nh]
+	for j := range m {
+		m[j], l[j] = inf, 0
+	}
+	var offs [keyTile]int32 // latent rows hold < 2³¹ values in all
 	for k0 := 0; k0 < n; k0 += keyTile {
 		nk := min(keyTile, n-k0)
-		tileMax := [4]float32{inf, inf, inf, inf}
 		for i := range nk {
 			s := k0 + i
 			if keys != nil {
 				s = int(keys[s])
-			}
-			v := &sc[i]
-			dot4(v, q, w, lat[s*w:(s+1)*w], w)
-			for j := range 4 {
-				v[j] *= tau
-				tileMax[j] = max(tileMax[j], v[j])
-			}
-		}
-		for j := range 4 {
-			if tileMax[j] > m[j] {
-				if l[j] > 0 {
-					f := expNeg(m[j] - tileMax[j])
-					Scale(o[j*kr:(j+1)*kr], f)
-					l[j] *= f
-				}
-				m[j] = tileMax[j]
-			}
-		}
-		// The weights e replace the scores; the tile's weighted sum runs
-		// in one pass (axpyKeys4: the same fused multiply-adds per element,
-		// key after key, as an axpy4 per key).
-		var offs [keyTile]int32 // latent rows hold < 2³¹ values in all
-		for i := range nk {
-			s := k0 + i
-			if keys != nil {
-				s = int(keys[s])
-			}
-			for j := range 4 {
-				e := expNeg(sc[i][j] - m[j])
-				sc[i][j] = e
-				l[j] += e
 			}
 			offs[i] = int32(s * w)
 		}
-		axpyKeys4(o, kr, sc[:nk], lat, offs[:nk], kr)
+		for g := 0; g < nh; g += 4 {
+			qg, og := q[g*w:], o[g*kr:]
+			i := 0
+			if !invariant {
+				var v16 [16]float32
+				for ; i+4 <= nk; i += 4 {
+					dot4x4(&v16, qg, w, lat, (*[4]int32)(offs[i:i+4]), w)
+					for j, v := range v16 {
+						sc[i+j&3][j>>2] = v
+					}
+				}
+			}
+			for ; i < nk; i++ {
+				dot4(&sc[i], qg, w, lat[offs[i]:int(offs[i])+w], w)
+			}
+			var tileMax [4]float32
+			for j := range 4 {
+				tileMax[j] = inf
+			}
+			for i := range nk {
+				v := &sc[i]
+				for j := range 4 {
+					v[j] *= tau
+					tileMax[j] = max(tileMax[j], v[j])
+				}
+			}
+			mg, lg := m[g:g+4], l[g:g+4]
+			for j := range 4 {
+				if tileMax[j] > mg[j] {
+					if lg[j] > 0 {
+						f := expNeg(mg[j] - tileMax[j])
+						Scale(og[j*kr:(j+1)*kr], f)
+						lg[j] *= f
+					}
+					mg[j] = tileMax[j]
+				}
+			}
+			// The weights e replace the scores; the tile's weighted sum runs
+			// in one pass (axpyKeys4: the same fused multiply-adds per
+			// element, key after key, as an axpy4 per key).
+			for i := range nk {
+				for j := range 4 {
+					e := expNeg(sc[i][j] - mg[j])
+					sc[i][j] = e
+					lg[j] += e
+				}
+			}
+			axpyKeys4(og, kr, sc[:nk], lat, offs[:nk], kr)
+		}
 	}
-	for j := range 4 {
+	for j := range nh {
 		Scale(o[j*kr:(j+1)*kr], 1/l[j])
 	}
 }

@@ -103,8 +103,23 @@ func fastMatMulCase(t *testing.T, w backend.Matrix, x []float32, n, workers int,
 // the exact device's within the error of 8-bit activations, in both
 // forms, with and without a DSA selection, over more keys than one tile.
 func TestFastAttention(t *testing.T) {
+	for _, heads := range []int{3, 8, 10} {
+		for _, invariant := range []bool{false, true} {
+			t.Run(fmt.Sprintf("heads%d/invariant=%v", heads, invariant), func(t *testing.T) {
+				fastAttentionCase(t, heads, invariant)
+			})
+		}
+	}
+}
+
+func fastAttentionCase(t *testing.T, heads int, invariant bool) {
 	r := rand.New(rand.NewPCG(7, 8))
-	p := backend.MLAParams{Heads: 3, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.1, TopK: 40}
+	// With unit-variance values q̃·c has a standard deviation of about
+	// √(32·64) ≈ 45: Tau 0.02 makes the scores O(1), as a trained model's
+	// are, so that the 8-bit activations' score errors (~1%) move the
+	// softmax weights by about as much and not by the tens of percent a
+	// saturated softmax turns them into.
+	p := backend.MLAParams{Heads: heads, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.02, TopK: 40}
 	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
 	vb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.DV*p.KVRank), p.Heads*p.DV, p.KVRank)
 	const T, pos0 = 5, 150
@@ -121,6 +136,7 @@ func TestFastAttention(t *testing.T) {
 			s = ids(sel)
 		}
 		exact, fast := NewDevice(0, 1, 0), NewFastDevice(0, 2, 0)
+		fast.cpu.SetBatchInvariant(invariant)
 		kbE, _ := exact.Upload(kb)
 		vbE, _ := exact.Upload(vb)
 		kbF, _ := fast.Upload(kb)
@@ -141,6 +157,26 @@ func TestFastAttention(t *testing.T) {
 			}
 			if worst > 0.02*scale {
 				t.Errorf("sel %v %s: max abs diff %.3g vs exact (max %.3g)", withSel, form, worst, scale)
+			}
+		}
+		if !invariant {
+			continue
+		}
+		// Batch-invariant: the queries of a prefill get what each gets
+		// alone (the causal prefill takes four queries per key, a query
+		// alone its heads in groups).
+		all := make(buf, len(want))
+		fast.AttentionPrefill(all, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
+		dq, ov := p.Heads*(p.DNope+p.DRope), p.Heads*p.DV
+		for tq := range T {
+			var one ids
+			if withSel {
+				one = ids(sel[tq*p.TopK : (tq+1)*p.TopK])
+			}
+			got := make(buf, ov)
+			fast.AttentionDecode(got, buf(q[tq*dq:(tq+1)*dq]), buf(lat), kbF, vbF, one, 1, pos0+tq, p)
+			if !slices.Equal(got, all[tq*ov:(tq+1)*ov]) {
+				t.Fatalf("sel %v: query %d alone differs from the prefill's", withSel, tq)
 			}
 		}
 	}
@@ -452,6 +488,25 @@ func TestAttend4(t *testing.T) {
 		for i := range want {
 			if got[j*kr+i] != want[i] {
 				t.Fatalf("query %d value %d: attend4 %g, attendOnline %g", j, i, got[j*kr+i], want[i])
+			}
+		}
+	}
+}
+
+// TestDot4x4: four keys against four queries agree with the plain loops
+// within float32 rounding, at the attention's and the indexer's widths and
+// at widths the vector kernel leaves to dot4.
+func TestDot4x4(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 5))
+	for _, n := range []int{1, 13, 16, 48, 128, 576} {
+		q, lat := randVec(r, 4*n+3), randVec(r, 9*n)
+		offs := [4]int32{int32(3 * n), 0, int32(8 * n), int32(n + 1)}
+		var got, want [16]float32
+		dot4x4(&got, q, n+1, lat, &offs, n)
+		dot4x4Generic(&want, q, n+1, lat, &offs, n)
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > 1e-5*math.Sqrt(float64(n))*float64(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("n=%d: out[%d] (query %d, key %d) %g, generic %g", n, i, i/4, i%4, got[i], want[i])
 			}
 		}
 	}

@@ -194,8 +194,33 @@ func expNeg(x float32) float32 {
 	return p * math.Float32frombits(uint32(int32(k)+127)<<23)
 }
 
-// attentionFast runs attnTask over the heads.
+// attentionFast runs attnTask over the heads for causal attention over
+// every key (four queries share each latent row there), and
+// attendQueries, whose tasks are groups of heads, for selected keys and
+// for fewer than four queries: a head group reads each chosen latent row
+// once for all of its heads. With batch invariance both give a query the
+// same arithmetic (attendOnline's), so its result does not depend on the
+// path; without it the head groups take scores four keys at a time
+// (dot4x4), which may round differently.
 func (d *Device) attentionFast(kqv, q, lat []float32, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
+	if sel != nil || T < 4 {
+		w := p.KVRank + p.DRope
+		s := d.getScratch()
+		defer d.putScratch(s)
+		lats, sels, pos := s.queries(T)
+		for t := range T {
+			pos[t] = pos0 + t
+			lats[t] = lat[:(pos0+t+1)*w]
+			sels[t] = nil
+			if sel != nil {
+				sels[t] = sel[t*p.TopK : (t+1)*p.TopK]
+			}
+		}
+		d.attendQueries(kqv, q, lats, sels, pos, kb, vb, p)
+		clear(lats) // the scratch outlives the cache: keep no reference to it
+		clear(sels)
+		return
+	}
 	c := d.cpu
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -23,6 +23,8 @@ type CPU struct {
 	act     []byte     // the quantized activations of one MatMul
 	mt      matTask
 	at      attnTask
+	bat     batchAttnTask
+	it      indexTask
 	moe     moeScratch
 	qt      quantTask
 	ct      copyTask
@@ -66,6 +68,8 @@ type workerScratch struct {
 	qh, qabs, oabs, vals, scores, probs []float32 // attention
 	qblk                                []float32
 	scores4                             *[keyTile][4]float32
+	order                               []int32   // topK's keys (indexer)
+	ml                                  []float32 // attendHeads' running maxima and sums
 }
 
 // New returns a CPU with the exact matrix product and workers workers;

@@ -16,6 +16,18 @@ type scratch struct {
 	slots                        []int
 	local                        []bool
 	rope                         []float32
+	lats                         [][]float32 // attendQueries' arguments
+	sels                         [][]int32
+	pos                          []int
+}
+
+// queries returns attendQueries' per-query slices for n queries, reused
+// from call to call.
+func (s *scratch) queries(n int) (lats [][]float32, sels [][]int32, pos []int) {
+	if cap(s.lats) < n {
+		s.lats, s.sels, s.pos = make([][]float32, n), make([][]int32, n), make([]int, n)
+	}
+	return s.lats[:n], s.sels[:n], s.pos[:n]
 }
 
 func grow(s []float32, n int) []float32 {
@@ -185,13 +197,19 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 }
 
 // IndexerTopK scores every visible key for each query, Σ_h w_h·relu(q_h·k),
-// and keeps the TopK best (docs/MATH.md section 6.2).
+// and keeps the TopK best (docs/MATH.md section 6.2): one dot product
+// after the other on the exact device, in parallel four heads at a time
+// on the fast one (indexTask).
 func (d *Device) IndexerTopK(selB backend.IDs, qB, wB, keysB backend.Buffer, T, pos0 int, p backend.IndexerParams) {
 	sel, q, wt, keys := Int32(selB), F32(qB), F32(wB), F32(keysB)
 	Ih, Id, K := p.Heads, p.Dim, p.TopK
 	if len(sel) < T*K || len(q) < T*Ih*Id || len(wt) < T*Ih || len(keys) < (pos0+T)*Id {
 		panic(fmt.Sprintf("cpu: IndexerTopK: bad shapes: sel %d, q %d, w %d, keys %d for %d tokens after %d, %+v",
 			len(sel), len(q), len(wt), len(keys), T, pos0, p))
+	}
+	if d.cpu.fast {
+		d.indexerFast(sel, q, wt, keys, T, pos0, p)
+		return
 	}
 	s := d.getScratch()
 	defer d.putScratch(s)
@@ -200,12 +218,7 @@ func (d *Device) IndexerTopK(selB backend.IDs, qB, wB, keysB backend.Buffer, T, 
 		row := sel[t*K : (t+1)*K]
 		n := pos0 + t + 1
 		if n <= K {
-			for i := range row {
-				row[i] = -1
-				if i < n {
-					row[i] = int32(i)
-				}
-			}
+			allKeys(row, n)
 			continue
 		}
 		qt := q[t*Ih*Id : (t+1)*Ih*Id]
