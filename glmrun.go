@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/glmrun/glmrun/attention"
 	_ "github.com/glmrun/glmrun/backend/cpu"  // the CPU backend, registered for model.Load
 	_ "github.com/glmrun/glmrun/backend/cuda" // the CUDA backend (loads libcuda.so.1 only when chosen)
 	"github.com/glmrun/glmrun/gguf"
@@ -14,6 +15,7 @@ import (
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/grammar"
 	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // Options configure Load.
@@ -25,6 +27,12 @@ type Options struct {
 	// cache, which NewSession allocates in full; 0 means the smaller of
 	// the model's training context and DefaultContextSize.
 	ContextSize int
+	// CacheType is the element type of the KV cache, by llama.cpp's
+	// --cache-type-k names: "f16" (the default, as llama.cpp's), "bf16",
+	// "q8_0" (rows of whole 32-value blocks) or "f32" (the reference
+	// numbers, twice f16's memory). The latent and the DSA indexer keys
+	// are stored in it; attention reads them back exactly.
+	CacheType string
 	// Backend selects the compute backend: "" or "cpu", or "cuda" (NVIDIA
 	// GPUs through the driver's libcuda.so.1; without one Load fails with
 	// an error wrapping cuda.ErrNoDriver or cuda.ErrNoDevice).
@@ -87,6 +95,7 @@ var (
 type Model struct {
 	path     string
 	opts     Options
+	cache    tensor.Type // Options.CacheType
 	file     *gguf.File
 	m        *model.Model
 	tok      *tokenizer.Tokenizer
@@ -156,11 +165,15 @@ func Load(path string, opts Options) (*Model, error) {
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("glmrun: negative thread count %d", opts.Threads)
 	}
+	cache, err := cacheType(opts.CacheType)
+	if err != nil {
+		return nil, err
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("glmrun: %w", err)
 	}
-	m := &Model{path: path, opts: opts, file: f}
+	m := &Model{path: path, opts: opts, cache: cache, file: f}
 	if err := m.load(); err != nil {
 		f.Close()
 		return nil, err
@@ -267,6 +280,26 @@ func (m *Model) Warnings() []string { return m.m.Warnings() }
 
 // Path returns the file the model was loaded from.
 func (m *Model) Path() string { return m.path }
+
+// CacheType returns the element type of its Sessions' KV caches
+// (Options.CacheType).
+func (m *Model) CacheType() tensor.Type { return m.cache }
+
+// DefaultCacheType is the KV cache type of Options.CacheType "": f16, as
+// llama.cpp's.
+const DefaultCacheType = "f16"
+
+// cacheType parses Options.CacheType.
+func cacheType(name string) (tensor.Type, error) {
+	if name == "" {
+		name = DefaultCacheType
+	}
+	t, err := attention.ParseCacheType(name)
+	if err != nil {
+		return 0, fmt.Errorf("glmrun: Options.CacheType: %w", err)
+	}
+	return t, nil
+}
 
 // Config returns the model's hyper-parameters.
 func (m *Model) Config() model.Config { return m.m.Config() }

@@ -569,6 +569,7 @@ func TestLoadErrors(t *testing.T) {
 		{"tensor parallel not dividing", src, Options{TensorParallel: 3}, []string{"3 devices", "8 attention heads"}, nil},
 		{"negative tensor parallel", src, Options{TensorParallel: -1}, []string{"tensor parallelism -1"}, nil},
 		{"negative context", src, Options{ContextSize: -1}, []string{"context size"}, nil},
+		{"unknown cache type", src, Options{CacheType: "q4_0"}, []string{"Options.CacheType", `"q4_0"`}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.opts.Backend == "cuda" { // no driver, even on a GPU machine
@@ -632,5 +633,39 @@ func TestPromptText(t *testing.T) {
 	text, err := m.Detokenize(s.Tokens())
 	if err != nil || text != "1 2 3 4 5 6 7 8 9 10 1" {
 		t.Errorf("Detokenize: %q, %v", text, err)
+	}
+}
+
+// TestCacheType: a Model's sessions store their KV cache in
+// Options.CacheType, f16 by default (llama.cpp's), and its size follows.
+func TestCacheType(t *testing.T) {
+	sizes := map[string]int64{}
+	for _, name := range []string{"", "f32", "f16", "bf16"} {
+		m, err := Load(testmodels.Path(t, mini), Options{CacheType: name, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(SessionOptions{ContextSize: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes[name] = s.CacheBytes()
+		if err := s.PromptTokens([]int32{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, err := range s.Generate(context.Background(), GenerateOptions{MaxTokens: 4}) {
+			if err != nil {
+				t.Fatalf("cache type %q: %v", name, err)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Errorf("cache type %q: no tokens", name)
+		}
+		m.Close()
+	}
+	if sizes[""] != sizes["f16"] || sizes["f16"] != sizes["bf16"] || 2*sizes["f16"] != sizes["f32"] {
+		t.Errorf("cache bytes %v: want f16 by default, half of f32's", sizes)
 	}
 }

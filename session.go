@@ -63,7 +63,7 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, err
 	}
 	defer m.release()
-	s, err := m.m.NewSession(model.SessionOptions{ContextSize: n, MTP: m.opts.SpecDraft > 0})
+	s, err := m.m.NewSession(model.SessionOptions{ContextSize: n, MTP: m.opts.SpecDraft > 0, CacheType: m.cache})
 	if err != nil {
 		return nil, fmt.Errorf("glmrun: %w", err)
 	}

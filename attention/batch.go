@@ -78,14 +78,14 @@ func (a *MLA) DecodeBatch(out, x backend.Buffer, seqs []Seq, s *Scratch) error {
 		dev.Rope(q, 1, H, dq, i*H*dq+dn, sq.Pos, c.Rope)
 	}
 
-	// KV latents for all rows, then each into its sequence's cache row,
-	// normalized and roped there as Forward does.
+	// KV latents for all rows, normalized and roped as Forward does, then
+	// each into its sequence's cache row.
 	dev.MatMul(kva, x, n, w.KVA)
+	dev.RMSNorm(kva, kva, n, wd, w.KVANorm, c.RMSEps)
 	for i, sq := range seqs {
-		row := sq.Cache.latentRows(a.Layer, sq.Pos, 1)
-		dev.Copy(row, kva.Slice(i*wd, wd))
-		dev.RMSNorm(row, row, 1, wd, w.KVANorm, c.RMSEps)
+		row := kva.Slice(i*wd, wd)
 		dev.Rope(row, 1, 1, wd, kr, sq.Pos, c.Rope)
+		dev.Copy(sq.Cache.latentRows(a.Layer, sq.Pos, 1), row)
 	}
 
 	// DSA selections, per sequence (nil where it sees every key); a
@@ -142,10 +142,11 @@ func (a *MLA) indexBatch(sels []backend.IDs, x, cq backend.Buffer, seqs []Seq, s
 	}
 	dev.MatMul(ik, x, n, iw.K)
 	sparse := false
+	dev.LayerNorm(ik, ik, n, Id, iw.KNormW, iw.KNormB, c.IndexEps)
 	for i, sq := range seqs {
-		row := sq.Cache.indexRows(a.Layer, sq.Pos, 1)
-		dev.LayerNorm(row, ik.Slice(i*Id, Id), 1, Id, iw.KNormW, iw.KNormB, c.IndexEps)
+		row := ik.Slice(i*Id, Id)
 		dev.Rope(row, 1, 1, Id, 0, sq.Pos, c.IndexRope)
+		dev.Copy(sq.Cache.indexRows(a.Layer, sq.Pos, 1), row)
 		sparse = sparse || sq.Pos+1 > K
 	}
 	if !sparse {

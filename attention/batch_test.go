@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/backend/cpu"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // plainDevice hides the CPU device's AttentionDecodeBatch, so that
@@ -73,7 +74,7 @@ func TestDecodeBatch(t *testing.T) {
 			}
 			for i, p := range prompts {
 				for _, c := range []**LatentCache{&batch[i].Cache, &alone[i]} {
-					if *c, err = NewLatentCache(dev, 1, 80, ly.c.KVRank, ly.c.DRope, idx); err != nil {
+					if *c, err = NewLatentCache(dev, 1, 80, ly.c.KVRank, ly.c.DRope, idx, tensor.F32); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -160,7 +161,7 @@ func TestDecodeBatchFull(t *testing.T) {
 	a := &MLA{Cfg: ly.c, W: sh, Dev: dev}
 	seqs := make([]Seq, 2)
 	for i := range seqs {
-		if seqs[i].Cache, err = NewLatentCache(dev, 1, 2, ly.c.KVRank, ly.c.DRope, nil); err != nil {
+		if seqs[i].Cache, err = NewLatentCache(dev, 1, 2, ly.c.KVRank, ly.c.DRope, nil, tensor.F32); err != nil {
 			t.Fatal(err)
 		}
 	}

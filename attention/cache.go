@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // ErrContextFull is wrapped by the errors for tokens at positions beyond a
@@ -15,15 +17,18 @@ var ErrContextFull = errors.New("context is full")
 // LatentCache holds on one device, per layer and position, the normalized
 // KV latent c (KVRank values) followed by the roped shared key k_pe (DRope
 // values), and for layers with a DSA indexer the indexer key (IndexDim
-// values), all in float32. Position p of a single sequence lives in row
-// p. Every layer's rows for all Size positions are allocated, and zeroed,
+// values), all stored in the cache's Type: float32, or llama.cpp's F16,
+// BF16 or Q8_0 cache types (the rows are computed in float32 and
+// converted as they are written). Position p of a single sequence lives
+// in row p. Every layer's rows for all Size positions are allocated, and zeroed,
 // when the cache is made, so that its memory is counted from the start
 // and never grows or moves; a position at or beyond Size is an error
 // wrapping ErrContextFull. Under tensor parallelism every device holds the
 // whole cache: the latent is shared by all heads.
 type LatentCache struct {
 	KVRank, DRope int
-	Size          int // number of positions
+	Size          int         // number of positions
+	Type          tensor.Type // element type of the rows
 	Dev           backend.Device
 
 	latent   []backend.Buffer // [layer] Size rows of Width()
@@ -41,12 +46,29 @@ type LatentCache struct {
 // zeroChunk is the most values NewLatentCache zeroes with one Write.
 const zeroChunk = 1 << 16
 
+// CacheTypes are the element types a LatentCache may store, by
+// llama.cpp's --cache-type-k names.
+var CacheTypes = map[string]tensor.Type{"f32": tensor.F32, "f16": tensor.F16, "bf16": tensor.BF16, "q8_0": tensor.Q8_0}
+
+// ParseCacheType returns the cache type named name (llama.cpp's
+// --cache-type-k names: f32, f16, bf16, q8_0).
+func ParseCacheType(name string) (tensor.Type, error) {
+	if t, ok := CacheTypes[strings.ToLower(name)]; ok {
+		return t, nil
+	}
+	return 0, fmt.Errorf("unknown KV cache type %q (f32, f16, bf16 or q8_0)", name)
+}
+
+// CacheTypeName returns llama.cpp's name of a cache type ("f16").
+func CacheTypeName(t tensor.Type) string { return strings.ToLower(t.String()) }
+
 // NewLatentCache returns an empty cache on dev for layers layers of size
-// positions, allocating all of its device memory. indexDims[l] is the
-// indexer key width of layer l (0 for a layer without indexer); indexDims
-// may be nil. An allocation error (such as a device budget exceeded)
-// names the layer.
-func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDims []int) (*LatentCache, error) {
+// positions, its rows stored as typ (one of CacheTypes), allocating all
+// of its device memory. indexDims[l] is the indexer key width of layer l
+// (0 for a layer without indexer); indexDims may be nil. A row width that
+// is not whole blocks of typ is an error naming both; an allocation error
+// (such as a device budget exceeded) names the layer.
+func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDims []int, typ tensor.Type) (*LatentCache, error) {
 	if layers <= 0 || size <= 0 || kvRank <= 0 || dRope < 0 {
 		return nil, fmt.Errorf("attention: bad cache shape: %d layers, %d positions, rank %d, rope %d",
 			layers, size, kvRank, dRope)
@@ -54,10 +76,25 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	if indexDims != nil && len(indexDims) != layers {
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
+	known := false
+	for _, t := range CacheTypes {
+		known = known || t == typ
+	}
+	if !known {
+		return nil, fmt.Errorf("attention: %s is not a KV cache type (f32, f16, bf16 or q8_0)", typ)
+	}
 	widest := kvRank + dRope
+	if bs := typ.BlockSize(); widest%bs != 0 {
+		return nil, fmt.Errorf("attention: a %s KV cache needs rows of whole %d-value blocks; the latent rows (kv_lora_rank %d + rope %d) have %d values",
+			CacheTypeName(typ), bs, kvRank, dRope, widest)
+	}
 	for l, d := range indexDims {
 		if d < 0 {
 			return nil, fmt.Errorf("attention: layer %d: negative indexer width %d", l, d)
+		}
+		if bs := typ.BlockSize(); d%bs != 0 {
+			return nil, fmt.Errorf("attention: a %s KV cache needs rows of whole %d-value blocks; layer %d's indexer keys have %d values",
+				CacheTypeName(typ), bs, l, d)
 		}
 		widest = max(widest, d)
 	}
@@ -68,6 +105,7 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 		KVRank:    kvRank,
 		DRope:     dRope,
 		Size:      size,
+		Type:      typ,
 		Dev:       dev,
 		latent:    make([]backend.Buffer, layers),
 		index:     make([]backend.Buffer, layers),
@@ -81,12 +119,12 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	zeros := make([]float32, min(size*widest, zeroChunk))
 	for l := range layers {
 		var err error
-		if c.latent[l], err = alloc(dev, size*c.Width(), zeros); err != nil {
+		if c.latent[l], err = alloc(dev, size*c.Width(), typ, zeros); err != nil {
 			c.Free()
 			return nil, fmt.Errorf("attention: latent cache of layer %d (%d positions): %w", l, size, err)
 		}
 		if d := c.indexDim[l]; d > 0 {
-			if c.index[l], err = alloc(dev, size*d, zeros); err != nil {
+			if c.index[l], err = alloc(dev, size*d, typ, zeros); err != nil {
 				c.Free()
 				return nil, fmt.Errorf("attention: indexer cache of layer %d (%d positions): %w", l, size, err)
 			}
@@ -95,9 +133,10 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	return c, nil
 }
 
-// alloc returns a buffer of n values on dev, zeroed from zeros.
-func alloc(dev backend.Device, n int, zeros []float32) (backend.Buffer, error) {
-	b, err := dev.Alloc(n)
+// alloc returns a buffer of n values of type typ on dev, zeroed from
+// zeros (a whole number of blocks).
+func alloc(dev backend.Device, n int, typ tensor.Type, zeros []float32) (backend.Buffer, error) {
+	b, err := dev.AllocType(n, typ)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +152,24 @@ func (c *LatentCache) Width() int { return c.KVRank + c.DRope }
 
 // BytesPerToken returns the cache bytes one position takes on the device.
 func (c *LatentCache) BytesPerToken() int64 {
+	return CacheBytesPerToken(c.Type, c.KVRank, c.DRope, c.indexDim)
+}
+
+// CacheBytesPerToken returns the bytes one position of a LatentCache of
+// type typ takes: every layer's latent row and, where indexDims[l] > 0,
+// its indexer key (len(indexDims) layers). Row widths are whole blocks of
+// typ (NewLatentCache checks).
+func CacheBytesPerToken(typ tensor.Type, kvRank, dRope int, indexDims []int) int64 {
+	row := func(n int) int64 {
+		b, _ := typ.RowSize(int64(n))
+		return b
+	}
 	n := int64(0)
-	for _, d := range c.indexDim {
-		n += int64(4 * (c.Width() + d))
+	for _, d := range indexDims {
+		n += row(kvRank + dRope)
+		if d > 0 {
+			n += row(d)
+		}
 	}
 	return n
 }
@@ -207,14 +261,21 @@ func (c *LatentCache) Free() {
 	}
 }
 
-// PositionValues returns the float32 values one position holds over all
-// layers: each layer's latent row and, where it has an indexer, its key.
-func (c *LatentCache) PositionValues() int { return int(c.BytesPerToken() / 4) }
+// PositionValues returns the values one position holds over all layers:
+// each layer's latent row and, where it has an indexer, its key.
+func (c *LatentCache) PositionValues() int {
+	n := 0
+	for _, d := range c.indexDim {
+		n += c.Width() + d
+	}
+	return n
+}
 
 // Export copies positions [from, from+n) of every layer to dst (n ×
-// PositionValues() values), layer by layer: the n latent rows, then the n
-// indexer keys. It reads the device, so it belongs between steps, not in
-// one.
+// PositionValues() values, in float32 whatever the cache's type: Import
+// stores them back unchanged), layer by layer: the n latent rows, then
+// the n indexer keys. It reads the device, so it belongs between steps,
+// not in one.
 func (c *LatentCache) Export(dst []float32, from, n int) error {
 	return c.copyRows(dst, from, n, false)
 }

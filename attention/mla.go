@@ -263,12 +263,12 @@ func (a *MLA) Forward(out, x backend.Buffer, T, pos0 int, cache *LatentCache, s 
 	dev.Rope(q, T, H, dq, dn, pos0, c.Rope)
 
 	// KV latent: [c_raw ‖ k_pe_raw] = W_DKV x; c = RMSNorm(c_raw), k_pe roped.
+	// Normalized and roped in float32, then stored in the cache's type.
 	dev.MatMul(kva, x, T, w.KVA)
+	dev.RMSNorm(kva, kva, T, wd, w.KVANorm, c.RMSEps)
+	dev.Rope(kva, T, 1, wd, kr, pos0, c.Rope)
 	lat := cache.Latent(a.Layer, nKV)
-	rows := cache.latentRows(a.Layer, pos0, T)
-	dev.Copy(rows, kva)
-	dev.RMSNorm(rows, rows, T, wd, w.KVANorm, c.RMSEps)
-	dev.Rope(rows, T, 1, wd, kr, pos0, c.Rope)
+	dev.Copy(cache.latentRows(a.Layer, pos0, T), kva)
 
 	// DSA: choose the keys each query may see; a shared layer keeps the
 	// selection the full layer before it left in s.Sel.
@@ -316,10 +316,10 @@ func (a *MLA) index(x, cq backend.Buffer, T, pos0 int, cache *LatentCache, s *Sc
 		return g.err
 	}
 	dev.MatMul(ik, x, T, iw.K)
+	dev.LayerNorm(ik, ik, T, Id, iw.KNormW, iw.KNormB, c.IndexEps)
+	dev.Rope(ik, T, 1, Id, 0, pos0, c.IndexRope)
 	keys := cache.IndexKeys(a.Layer, nKV)
-	rows := cache.indexRows(a.Layer, pos0, T)
-	dev.LayerNorm(rows, ik, T, Id, iw.KNormW, iw.KNormB, c.IndexEps)
-	dev.Rope(rows, T, 1, Id, 0, pos0, c.IndexRope)
+	dev.Copy(cache.indexRows(a.Layer, pos0, T), ik)
 	if nKV <= c.IndexTopK {
 		return nil // every query sees at most top_k keys: dense (docs/MATH.md 6.3)
 	}

@@ -95,7 +95,7 @@ func run(t *testing.T, ly layer, x []float32, chunks []int, form Form, devs int)
 			t.Fatal(err)
 		}
 		a := &MLA{Cfg: ly.c, W: sh, Dev: dev}
-		cache, err := NewLatentCache(dev, 1, T, ly.c.KVRank, ly.c.DRope, idx)
+		cache, err := NewLatentCache(dev, 1, T, ly.c.KVRank, ly.c.DRope, idx, tensor.F32)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestLatentCache(t *testing.T) {
 		{"too large", 1, math.MaxInt32, 8, 2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := NewLatentCache(dev, tc.layers, tc.size, tc.rank, tc.rope, tc.idx); err == nil {
+			if _, err := NewLatentCache(dev, tc.layers, tc.size, tc.rank, tc.rope, tc.idx, tensor.F32); err == nil {
 				t.Error("accepted")
 			}
 			if dev.Used() != 0 {
@@ -233,7 +233,7 @@ func TestLatentCache(t *testing.T) {
 			}
 		})
 	}
-	c, err := NewLatentCache(dev, 2, 4, 8, 2, []int{0, 3})
+	c, err := NewLatentCache(dev, 2, 4, 8, 2, []int{0, 3}, tensor.F32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +282,11 @@ func (d *countingDevice) Alloc(n int) (backend.Buffer, error) {
 	return d.Device.Alloc(n)
 }
 
+func (d *countingDevice) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
+	d.allocs++
+	return d.Device.AllocType(n, t)
+}
+
 func (d *countingDevice) Free(b backend.Buffer) {
 	d.frees++
 	d.Device.Free(b)
@@ -301,7 +306,7 @@ func TestCacheAllocatedOnce(t *testing.T) {
 	}
 	a := &MLA{Cfg: ly.c, W: sh, Dev: dev}
 	cdev := &countingDevice{Device: dev}
-	cache, err := NewLatentCache(cdev, 1, size, ly.c.KVRank, ly.c.DRope, []int{ly.c.IndexDim})
+	cache, err := NewLatentCache(cdev, 1, size, ly.c.KVRank, ly.c.DRope, []int{ly.c.IndexDim}, tensor.F32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,11 +368,11 @@ func TestCacheAllocatedOnce(t *testing.T) {
 // the layers it had allocated.
 func TestBudget(t *testing.T) {
 	dev := cpu.NewDevice(3, 1, 500) // one layer of 10 positions of 10 values: 400 bytes
-	if _, err := NewLatentCache(dev, 1, 10, 8, 2, nil); err != nil {
+	if _, err := NewLatentCache(dev, 1, 10, 8, 2, nil, tensor.F32); err != nil {
 		t.Fatal(err)
 	}
 	dev = cpu.NewDevice(3, 1, 500)
-	_, err := NewLatentCache(dev, 2, 10, 8, 2, nil)
+	_, err := NewLatentCache(dev, 2, 10, 8, 2, nil, tensor.F32)
 	if err == nil || !strings.Contains(err.Error(), "cpu:3") || !strings.Contains(err.Error(), "do not fit") ||
 		!strings.Contains(err.Error(), "layer 1") {
 		t.Errorf("error %v, want a budget error naming cpu:3 and layer 1", err)

@@ -125,6 +125,15 @@ type Device interface {
 	// Alloc returns a buffer of n float32 values (contents undefined);
 	// AllocIDs one of n int32 values.
 	Alloc(n int) (Buffer, error)
+	// AllocType returns a zeroed buffer of n values stored as t: a KV
+	// cache in one of llama.cpp's cache types (F32, F16, BF16, Q8_0; n,
+	// and every view's offset and length, whole blocks of t). Write and
+	// Read convert from and to float32; Copy from a float32 buffer into it
+	// converts as tensor.Quantize does; AttentionPrefill, AttentionDecode
+	// and IndexerTopK read it as their latent or keys. Every other
+	// operation takes float32 buffers only. A type the device does not
+	// implement is an error naming it.
+	AllocType(n int, t tensor.Type) (Buffer, error)
 	AllocIDs(n int) (IDs, error)
 	// Free returns a buffer from Alloc, AllocIDs or UploadVector to the
 	// device; the buffer and its views must not be used after.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // TestDecodeBatch: decoding several sessions at different positions in one
@@ -33,20 +35,26 @@ func TestDecodeBatch(t *testing.T) {
 		fast         bool
 		sessions     int
 		nonInvariant bool // default products, compared within rounding
+		cache        tensor.Type
 	}{
-		{"glm5-mini.Q8_0", 1, false, 5, false},
-		{"glm5-mini.Q8_0", 2, false, 5, false},
-		{"ds2-mini.Q8_0", 1, false, 5, false},
-		{"glm5-mini.Q8_0", 1, true, 5, false},
-		{"glm5-mini.Q4_K_M", 2, true, 5, false},
-		{"ds2-mini.Q8_0", 1, true, 5, false},
-		{"glm5-mini-sparse.Q8_0", 1, false, 5, false},
-		{"glm5-mini-sparse.Q8_0", 2, true, 5, false},
-		{"glm5-mini.Q4_K_M", 1, true, 17, false},
-		{"glm5-mini.Q4_K_M", 1, true, 17, true},
-		{"ds2-mini.Q4_K_M", 2, true, 18, true},
+		{"glm5-mini.Q8_0", 1, false, 5, false, tensor.F32},
+		{"glm5-mini.Q8_0", 2, false, 5, false, tensor.F32},
+		{"ds2-mini.Q8_0", 1, false, 5, false, tensor.F32},
+		{"glm5-mini.Q8_0", 1, true, 5, false, tensor.F32},
+		{"glm5-mini.Q4_K_M", 2, true, 5, false, tensor.F32},
+		{"ds2-mini.Q8_0", 1, true, 5, false, tensor.F32},
+		{"glm5-mini-sparse.Q8_0", 1, false, 5, false, tensor.F32},
+		{"glm5-mini-sparse.Q8_0", 2, true, 5, false, tensor.F32},
+		{"glm5-mini.Q4_K_M", 1, true, 17, false, tensor.F32},
+		{"glm5-mini.Q4_K_M", 1, true, 17, true, tensor.F32},
+		{"ds2-mini.Q4_K_M", 2, true, 18, true, tensor.F32},
+		// The KV cache types: rows stored converted, read back exactly.
+		{"glm5-mini.Q8_0", 2, true, 5, false, tensor.F16},
+		{"glm5-mini-sparse.Q8_0", 1, false, 5, false, tensor.BF16},
+		{"glm5-tiny.Q8_0", 1, true, 5, false, tensor.Q8_0},
+		{"glm5-tiny.Q8_0", 2, true, 17, true, tensor.Q8_0},
 	} {
-		name := fmt.Sprintf("%s/tp%d/fast=%v/sessions=%d", tc.model, tc.tp, tc.fast, tc.sessions)
+		name := fmt.Sprintf("%s/tp%d/fast=%v/sessions=%d/cache=%s", tc.model, tc.tp, tc.fast, tc.sessions, tc.cache)
 		if tc.fast {
 			name += fmt.Sprintf("/invariant=%v", !tc.nonInvariant)
 		}
@@ -64,7 +72,7 @@ func TestDecodeBatch(t *testing.T) {
 			alone := make([]*Session, len(prompts))
 			for i, p := range prompts {
 				for _, s := range []**Session{&batch[i], &alone[i]} {
-					if *s, err = m.NewSession(SessionOptions{ContextSize: 32}); err != nil {
+					if *s, err = m.NewSession(SessionOptions{ContextSize: 32, CacheType: tc.cache}); err != nil {
 						t.Fatal(err)
 					}
 					if _, err := (*s).Prefill(p); err != nil {

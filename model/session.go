@@ -6,6 +6,7 @@ import (
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // DefaultContextSize is the most positions a Session gets when its
@@ -23,6 +24,12 @@ type SessionOptions struct {
 	ContextSize int
 	Hook        Hook   // optional activation hook
 	IDHook      IDHook // optional decision hook
+	// CacheType is the element type of the KV cache's rows (latent and
+	// indexer keys): one of attention.CacheTypes. The zero value is
+	// tensor.F32, float32 rows (the numbers llama.cpp gives with
+	// --cache-type-k f32); F16, BF16 and Q8_0 store each row converted as
+	// llama.cpp's cache types do, in 1/2 and 17/64 of the memory.
+	CacheType tensor.Type
 	// MTP runs the model's MTP block along with the trunk, so that the
 	// session can draft tokens (Draft, DraftNext); the model must be
 	// loaded with Options.MTP. Each forward call then also runs the block
@@ -130,7 +137,7 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	s := &Session{m: m, opts: opts}
 	for _, sh := range m.shards {
 		dev := sh.dev
-		cache, err := attention.NewLatentCache(dev, blocks, opts.ContextSize, c.KVLoraRank, c.DRope, idx)
+		cache, err := attention.NewLatentCache(dev, blocks, opts.ContextSize, c.KVLoraRank, c.DRope, idx, opts.CacheType)
 		if err != nil {
 			s.Close() // the caches of the devices before
 			return nil, fmt.Errorf("model: KV cache of %d positions: %w", opts.ContextSize, err)

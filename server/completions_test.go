@@ -132,8 +132,9 @@ func TestCompletionLogprobs(t *testing.T) {
 		}
 	}
 
-	// The first token's log-probability, from the model directly.
-	s, err := testModel(t).m.NewSession(model.SessionOptions{ContextSize: 64})
+	// The first token's log-probability, from the model directly (with the
+	// server's KV cache type).
+	s, err := testModel(t).m.NewSession(model.SessionOptions{ContextSize: 64, CacheType: testModel(t).g.CacheType()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/sample"
 	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // prefillBudget is the most prompt tokens the scheduler prefills between two
@@ -307,15 +308,16 @@ func (q *waitQueue) len() int {
 // scheduler owns the model and runs every sequence: one goroutine, so the
 // sessions need no locks.
 type scheduler struct {
-	m        *model.Model
-	tok      *tokenizer.Tokenizer
-	ctxSize  int
-	parallel int
-	special  bool // render every control token (Config.Special)
-	mtp      bool // sessions run the MTP block (Config.SpecDraft > 0)
-	stepper  Stepper
-	metrics  *metrics
-	pc       *prefixCache // nil: off
+	m         *model.Model
+	tok       *tokenizer.Tokenizer
+	ctxSize   int
+	parallel  int
+	special   bool        // render every control token (Config.Special)
+	mtp       bool        // sessions run the MTP block (Config.SpecDraft > 0)
+	cacheType tensor.Type // the KV cache type of new sessions (the model's)
+	stepper   Stepper
+	metrics   *metrics
+	pc        *prefixCache // nil: off
 
 	queue *waitQueue
 	quit  chan struct{}
@@ -499,7 +501,7 @@ func (s *scheduler) session(prompt []int32, reuse bool) (*model.Session, int, er
 		s.pool = append(s.pool[:best], s.pool[best+1:]...)
 	} else {
 		var err error
-		if sess, err = s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize, MTP: s.mtp}); err != nil {
+		if sess, err = s.m.NewSession(model.SessionOptions{ContextSize: s.ctxSize, MTP: s.mtp, CacheType: s.cacheType}); err != nil {
 			return nil, 0, fmt.Errorf("server: new KV cache slot: %w", err)
 		}
 		s.nSess++

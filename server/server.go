@@ -106,7 +106,9 @@ type Server struct {
 	mux     *http.ServeMux
 	created int64
 	ctxSize int
-	markers map[int32]byte // chat requests' markup control tokens; nil with Config.Special
+	// slotBytes is the device memory of one slot's KV cache.
+	slotBytes int64
+	markers   map[int32]byte // chat requests' markup control tokens; nil with Config.Special
 
 	// script, when set (tests only), gives the tokens a request emits
 	// instead of sampled ones, from its prompt.
@@ -169,16 +171,17 @@ func New(cfg Config) (*Server, error) {
 	}
 	// Allocate one slot now, so that a context too large for memory fails
 	// here rather than on the first request.
-	probe, err := engine.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize, MTP: cfg.SpecDraft > 0})
+	probe, err := engine.NewSession(model.SessionOptions{ContextSize: cfg.ContextSize, MTP: cfg.SpecDraft > 0, CacheType: cfg.Model.CacheType()})
 	if err != nil {
 		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
 	}
-	s := &Server{cfg: cfg, tok: tok, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize}
+	s := &Server{cfg: cfg, tok: tok, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize, slotBytes: probe.CacheBytes()}
 	if !cfg.Special {
 		s.markers = markupMarkers(tok)
 	}
 	s.sched = newScheduler(engine, tok, cfg.ContextSize, cfg.Parallel, cfg.QueueSize, cfg.Special, cfg.Stepper, s.metrics)
 	s.sched.mtp = cfg.SpecDraft > 0
+	s.sched.cacheType = cfg.Model.CacheType()
 	if cfg.PrefixCacheBytes >= 0 && cfg.SpecDraft == 0 {
 		budget, block := cfg.PrefixCacheBytes, cfg.PrefixCacheBlock
 		if budget == 0 {
@@ -214,6 +217,10 @@ func New(cfg Config) (*Server, error) {
 	go s.sched.run()
 	return s, nil
 }
+
+// SlotCacheBytes returns the device memory one slot's KV cache takes
+// (Config.Parallel slots are allocated as requests need them).
+func (s *Server) SlotCacheBytes() int64 { return s.slotBytes }
 
 // ContextSize returns the number of positions of each sequence.
 func (s *Server) ContextSize() int { return s.ctxSize }

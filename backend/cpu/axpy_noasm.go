@@ -2,6 +2,8 @@
 
 package cpu
 
+import "github.com/glmrun/glmrun/tensor"
+
 // axpy adds a·x to y.
 func axpy(y []float32, a float32, x []float32) { axpyGeneric(y, a, x) }
 
@@ -34,3 +36,6 @@ func swigluVec(dst, gate, up []float32) int { return 0 }
 func dot4x4(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
 	dot4x4Generic(out, q, ldq, lat, offs, n)
 }
+
+// convertRowVec leaves every conversion to tensor.Dequantize here.
+func convertRowVec(dst []float32, t tensor.Type, src []byte) bool { return false }

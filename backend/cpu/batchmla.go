@@ -28,8 +28,8 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 	defer d.putScratch(s)
 	lats, sels, _ := s.queries(n)
 	for i := range n {
-		lats[i], sels[i] = F32(latents[i]), Int32(sel[i])
-		checkMLA("AttentionDecodeBatch", q[i*H*dq:], lats[i], kqv[i*H*dv:], kb, vb, sels[i], 1, pos[i], p)
+		lats[i], sels[i] = rowsOf(latents[i], p.KVRank+p.DRope), Int32(sel[i])
+		checkMLA("AttentionDecodeBatch", q[i*H*dq:], lats[i].values(), kqv[i*H*dv:], kb, vb, sels[i], 1, pos[i], p)
 	}
 	d.attendQueries(kqv, q, lats, sels, pos, kb, vb, p)
 	clear(lats) // the scratch outlives the caches: keep no reference to them
@@ -39,7 +39,7 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 // attendQueries runs batchAttnTask for n = len(lats) queries: query i at
 // position pos[i] over latent rows lats[i] with selection sels[i] (nil:
 // every row), q [n, Heads, dn+dr], kqv [n, Heads·dv].
-func (d *Device) attendQueries(kqv, q []float32, lats [][]float32, sels [][]int32, pos []int, kb, vb backend.Matrix, p backend.MLAParams) {
+func (d *Device) attendQueries(kqv, q []float32, lats []rows, sels [][]int32, pos []int, kb, vb backend.Matrix, p backend.MLAParams) {
 	n := len(lats)
 	if n == 0 {
 		return
@@ -88,7 +88,7 @@ type batchAttnTask struct {
 	c          *CPU
 	phase      int
 	q, kqv     []float32
-	lats       [][]float32
+	lats       []rows
 	sels       [][]int32
 	pos        []int
 	kb, vb     backend.Matrix
@@ -135,14 +135,14 @@ func (a *batchAttnTask) run(wk, chunk int) {
 				ws.scores4 = new([keyTile][4]float32)
 			}
 			ws.ml = grow(ws.ml, 2*n4)
-			attendHeads(a.ocat[(t*H+h0)*kr:], a.qcat[(t*H+h0)*w:], a.lats[t], kr, dr, keys, nk, n4, p.Tau, ws.scores4, ws.ml, a.c.invariant)
+			attendHeads(a.ocat[(t*H+h0)*kr:], a.qcat[(t*H+h0)*w:], a.lats[t], kr, dr, keys, nk, n4, p.Tau, ws.scores4, ws.ml, ws.tileRows(a.lats[t]), a.c.invariant)
 			h += n4
 		}
 		ws.scores = grow(ws.scores, keyTile)
 		ws.probs = grow(ws.probs, w)
 		for ; h < h1; h++ {
 			q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]
-			attendOnline(a.ocat[(t*H+h)*kr:(t*H+h+1)*kr], q[:kr], q[kr:], a.lats[t], kr, dr, keys, nk, p.Tau, ws.scores, ws.probs)
+			attendOnline(a.ocat[(t*H+h)*kr:(t*H+h+1)*kr], q[:kr], q[kr:], a.lats[t], kr, dr, keys, nk, p.Tau, ws.scores, ws.probs, ws.tileRows(a.lats[t]))
 		}
 	case 2:
 		h := chunk
@@ -164,6 +164,13 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int
 	p := a.p
 	H, kr, w := p.Heads, p.KVRank, p.KVRank+p.DRope
 	lat := a.lats[t]
+	if lat.c != nil { // the float32 reference: every row converted first
+		ws.tile = grow(ws.tile, lat.values())
+		for k := range lat.values() / w {
+			lat.row(k, ws.tile[k*w:(k+1)*w])
+		}
+		lat = rows{f32: ws.tile, w: w}
+	}
 	ws.scores = grow(ws.scores, nk)
 	for h := h0; h < h1; h++ {
 		q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]
@@ -173,11 +180,11 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int
 			if keys != nil {
 				k = int(keys[i])
 			}
-			row := lat[k*w : (k+1)*w]
+			row := lat.f32[k*w : (k+1)*w]
 			sc[i] = p.Tau * (Dot(q[:kr], row[:kr]) + Dot(q[kr:], row[kr:]))
 		}
 		attend(a.ocat[(t*H+h)*kr:(t*H+h+1)*kr], sc, keys, a.pos[t]+1, func(k int) []float32 {
-			return lat[k*w : k*w+kr]
+			return lat.f32[k*w : k*w+kr]
 		})
 	}
 }
@@ -189,11 +196,12 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int
 // tile at a time and every group of four queries goes over the tile
 // before the next is loaded, so each latent row comes from memory once
 // for all nh queries (the gathered rows of a 64-key tile stay in the
-// caches). ml holds the running maxima and sums (2·nh values). With
+// caches, converted to float32 once into tile when they are stored in a
+// cache type). ml holds the running maxima and sums (2·nh values). With
 // invariant set each query's arithmetic is attendOnline's; otherwise the
 // scores of four keys at a time come from dot4x4, which may round
 // differently.
-func attendHeads(o, q, lat []float32, kr, dr int, keys []int32, n, nh int, tau float32, sc *[keyTile][4]float32, ml []float32, invariant bool) {
+func attendHeads(o, q []float32, lat rows, kr, dr int, keys []int32, n, nh int, tau float32, sc *[keyTile][4]float32, ml, tile []float32, invariant bool) {
 	w := kr + dr
 	clear(o[:nh*kr])
 	inf := float32(math.Inf(-1))
@@ -201,30 +209,30 @@ func attendHeads(o, q, lat []float32, kr, dr int, keys []int32, n, nh int, tau f
 	for j := range m {
 		m[j], l[j] = inf, 0
 	}
-	var offs [keyTile]int32 // latent rows hold < 2³¹ values in all
+	var idx, offs [keyTile]int32 // latent rows hold < 2³¹ values in all
 	for k0 := 0; k0 < n; k0 += keyTile {
 		nk := min(keyTile, n-k0)
 		for i := range nk {
-			s := k0 + i
+			idx[i] = int32(k0 + i)
 			if keys != nil {
-				s = int(keys[s])
+				idx[i] = keys[k0+i]
 			}
-			offs[i] = int32(s * w)
 		}
+		base := lat.tile(offs[:nk], idx[:nk], tile)
 		for g := 0; g < nh; g += 4 {
 			qg, og := q[g*w:], o[g*kr:]
 			i := 0
 			if !invariant {
 				var v16 [16]float32
 				for ; i+4 <= nk; i += 4 {
-					dot4x4(&v16, qg, w, lat, (*[4]int32)(offs[i:i+4]), w)
+					dot4x4(&v16, qg, w, base, (*[4]int32)(offs[i:i+4]), w)
 					for j, v := range v16 {
 						sc[i+j&3][j>>2] = v
 					}
 				}
 			}
 			for ; i < nk; i++ {
-				dot4(&sc[i], qg, w, lat[offs[i]:int(offs[i])+w], w)
+				dot4(&sc[i], qg, w, base[offs[i]:int(offs[i])+w], w)
 			}
 			var tileMax [4]float32
 			for j := range 4 {
@@ -258,7 +266,7 @@ func attendHeads(o, q, lat []float32, kr, dr int, keys []int32, n, nh int, tau f
 					lg[j] += e
 				}
 			}
-			axpyKeys4(og, kr, sc[:nk], lat, offs[:nk], kr)
+			axpyKeys4(og, kr, sc[:nk], base, offs[:nk], kr)
 		}
 	}
 	for j := range nh {

@@ -209,22 +209,37 @@ func (d *Device) AllocIDs(n int) (backend.IDs, error) {
 }
 
 // Free releases b's bytes from the budget.
-func (d *Device) Free(b backend.Buffer) { d.release(4 * int64(len(F32(b)))) }
+func (d *Device) Free(b backend.Buffer) {
+	if c, ok := b.(*cacheBuf); ok {
+		d.release(int64(len(c.data)))
+		return
+	}
+	d.release(4 * int64(len(F32(b))))
+}
 
 // FreeIDs releases b's bytes from the budget.
 func (d *Device) FreeIDs(b backend.IDs) { d.release(4 * int64(len(Int32(b)))) }
 
-// Write copies src to dst.
+// Write copies src to dst, converted to dst's type.
 func (d *Device) Write(dst backend.Buffer, src []float32) {
-	if copy(F32(dst), src) != len(src) || len(src) != dst.Len() {
+	if len(src) != dst.Len() {
 		panic(fmt.Sprintf("%s: Write of %d values to a buffer of %d", d.Name(), len(src), dst.Len()))
 	}
+	if c, ok := dst.(*cacheBuf); ok {
+		writeCache(c, src)
+		return
+	}
+	copy(F32(dst), src)
 }
 
-// Read copies src to dst.
+// Read copies src to dst, converted to float32.
 func (d *Device) Read(dst []float32, src backend.Buffer) {
 	if len(dst) != src.Len() {
 		panic(fmt.Sprintf("%s: Read of a buffer of %d values into %d", d.Name(), src.Len(), len(dst)))
+	}
+	if c, ok := src.(*cacheBuf); ok {
+		readCache(dst, c)
+		return
 	}
 	d.cpu.copy(dst, F32(src))
 }
@@ -314,11 +329,17 @@ func (d *Device) Add(y, x backend.Buffer) { Add(F32(y), F32(x)) }
 // Scale multiplies x by a.
 func (d *Device) Scale(x backend.Buffer, a float32) { Scale(F32(x), a) }
 
-// Copy copies src to dst.
+// Copy copies src to dst: float32 to float32, or float32 into a cache
+// buffer (converted as tensor.Quantize does).
 func (d *Device) Copy(dst, src backend.Buffer) {
-	if copy(F32(dst), F32(src)) != dst.Len() || dst.Len() != src.Len() {
+	if dst.Len() != src.Len() {
 		panic(fmt.Sprintf("%s: Copy of %d values to %d", d.Name(), src.Len(), dst.Len()))
 	}
+	if c, ok := dst.(*cacheBuf); ok {
+		writeCache(c, F32(src))
+		return
+	}
+	copy(F32(dst), F32(src))
 }
 
 // SwiGLU writes silu(gate)·up to dst.

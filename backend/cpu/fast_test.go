@@ -481,10 +481,10 @@ func TestAttend4(t *testing.T) {
 	w := kr + dr
 	lat, q := randVec(r, (n0+3)*w), randVec(r, 4*w)
 	got := make([]float32, 4*kr)
-	attend4(got, q, lat, kr, dr, n0, 0.2, new([keyTile][4]float32))
+	attend4(got, q, rows{f32: lat, w: w}, kr, dr, n0, 0.2, new([keyTile][4]float32), nil)
 	for j := range 4 {
 		want := make([]float32, kr)
-		attendOnline(want, q[j*w:j*w+kr], q[j*w+kr:(j+1)*w], lat, kr, dr, nil, n0+j, 0.2, make([]float32, keyTile), make([]float32, w))
+		attendOnline(want, q[j*w:j*w+kr], q[j*w+kr:(j+1)*w], rows{f32: lat, w: w}, kr, dr, nil, n0+j, 0.2, make([]float32, keyTile), make([]float32, w), nil)
 		for i := range want {
 			if got[j*kr+i] != want[i] {
 				t.Fatalf("query %d value %d: attend4 %g, attendOnline %g", j, i, got[j*kr+i], want[i])

@@ -24,12 +24,13 @@ const keyTile = 64
 // sum (online softmax), so memory stays O(tile) per query; the 512-wide
 // dot products and weighted sums use the vector kernels.
 type attnTask struct {
-	c           *CPU
-	q, lat, kqv []float32
-	kb, vb      backend.Matrix
-	sel         []int32
-	T, pos0     int
-	p           backend.MLAParams
+	c       *CPU
+	q, kqv  []float32
+	lat     rows
+	kb, vb  backend.Matrix
+	sel     []int32
+	T, pos0 int
+	p       backend.MLAParams
 }
 
 func (a *attnTask) run(wk, h int) {
@@ -59,7 +60,7 @@ func (a *attnTask) run(wk, h int) {
 				copy(q, ws.qabs[(t+j)*kr:(t+j+1)*kr])
 				copy(q[kr:], a.q[((t+j)*H+h)*dq+dn:((t+j)*H+h+1)*dq])
 			}
-			attend4(ws.oabs[t*kr:(t+4)*kr], ws.qblk, a.lat, kr, dr, a.pos0+t+1, p.Tau, ws.scores4)
+			attend4(ws.oabs[t*kr:(t+4)*kr], ws.qblk, a.lat, kr, dr, a.pos0+t+1, p.Tau, ws.scores4, ws.tileRows(a.lat))
 		}
 	}
 	for ; t < T; t++ {
@@ -69,7 +70,7 @@ func (a *attnTask) run(wk, h int) {
 			n = len(keys)
 		}
 		qpe := a.q[(t*H+h)*dq+dn : (t*H+h+1)*dq]
-		attendOnline(ws.oabs[t*kr:(t+1)*kr], ws.qabs[t*kr:(t+1)*kr], qpe, a.lat, kr, dr, keys, n, p.Tau, ws.scores, ws.probs)
+		attendOnline(ws.oabs[t*kr:(t+1)*kr], ws.qabs[t*kr:(t+1)*kr], qpe, a.lat, kr, dr, keys, n, p.Tau, ws.scores, ws.probs, ws.tileRows(a.lat))
 	}
 	ws.vals = grow(ws.vals, T*dv)
 	a.c.matMulSerial(ws, ws.vals, ws.oabs, T, a.vb.Slice(h*dv, dv))
@@ -80,8 +81,9 @@ func (a *attnTask) run(wk, h int) {
 
 // attendOnline writes to o [kr] the attention of one query (qabs [kr],
 // qpe [dr]) over n latent rows [c ‖ k_pe] of lat: rows 0 … n−1, or
-// keys[i] when keys is not nil. scores holds keyTile values, q kr+dr.
-func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, tau float32, scores, q []float32) {
+// keys[i] when keys is not nil. scores holds keyTile values, q kr+dr,
+// tile keyTile rows (see rows.tile).
+func attendOnline(o, qabs, qpe []float32, lat rows, kr, dr int, keys []int32, n int, tau float32, scores, q, tile []float32) {
 	w := kr + dr
 	q = q[:w]
 	copy(q, qabs)
@@ -89,15 +91,19 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 	clear(o)
 	m := float32(math.Inf(-1))
 	var l float32
+	var idx, offs [keyTile]int32
 	for k0 := 0; k0 < n; k0 += keyTile {
 		sc := scores[:min(keyTile, n-k0)]
+		for i := range sc {
+			idx[i] = int32(k0 + i)
+			if keys != nil {
+				idx[i] = keys[k0+i]
+			}
+		}
+		base := lat.tile(offs[:len(sc)], idx[:len(sc)], tile)
 		tileMax := float32(math.Inf(-1))
 		for i := range sc {
-			s := k0 + i
-			if keys != nil {
-				s = int(keys[s])
-			}
-			v := dot1(q, lat[s*w:(s+1)*w], w) * tau
+			v := dot1(q, base[offs[i]:int(offs[i])+w], w) * tau
 			sc[i] = v
 			tileMax = max(tileMax, v)
 		}
@@ -110,13 +116,9 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 			m = tileMax
 		}
 		for i, v := range sc {
-			s := k0 + i
-			if keys != nil {
-				s = int(keys[s])
-			}
 			e := expNeg(v - m)
 			l += e
-			axpy(o, e, lat[s*w:s*w+kr])
+			axpy(o, e, base[offs[i]:int(offs[i])+kr])
 		}
 	}
 	Scale(o, 1/l)
@@ -126,20 +128,25 @@ func attendOnline(o, qabs, qpe, lat []float32, kr, dr int, keys []int32, n int, 
 // selection: query j (its [q̃ ‖ q_pe] row j of q, kr+dr values) sees
 // keys 0 … n0+j−1 and writes row j of o (kr apart). Each latent row is
 // read once for the four (dot4, axpy4).
-func attend4(o, q, lat []float32, kr, dr, n0 int, tau float32, sc *[keyTile][4]float32) {
+func attend4(o, q []float32, lat rows, kr, dr, n0 int, tau float32, sc *[keyTile][4]float32, tile []float32) {
 	w := kr + dr
 	clear(o[:4*kr])
 	inf := float32(math.Inf(-1))
 	m := [4]float32{inf, inf, inf, inf}
 	var l [4]float32
+	var idx, offs [keyTile]int32
 	n := n0 + 3
 	for k0 := 0; k0 < n; k0 += keyTile {
 		nk := min(keyTile, n-k0)
+		for i := range nk {
+			idx[i] = int32(k0 + i)
+		}
+		base := lat.tile(offs[:nk], idx[:nk], tile)
 		tileMax := [4]float32{inf, inf, inf, inf}
 		for i := range nk {
 			s := k0 + i
 			v := &sc[i]
-			dot4(v, q, w, lat[s*w:(s+1)*w], w)
+			dot4(v, q, w, base[offs[i]:int(offs[i])+w], w)
 			for j := range 4 {
 				if s >= n0+j {
 					v[j] = inf // beyond query j's position
@@ -160,7 +167,6 @@ func attend4(o, q, lat []float32, kr, dr, n0 int, tau float32, sc *[keyTile][4]f
 			}
 		}
 		for i := range nk {
-			s := k0 + i
 			var e [4]float32
 			for j := range 4 {
 				if v := sc[i][j]; v != inf {
@@ -168,7 +174,7 @@ func attend4(o, q, lat []float32, kr, dr, n0 int, tau float32, sc *[keyTile][4]f
 					l[j] += e[j]
 				}
 			}
-			axpy4(o, kr, &e, lat[s*w:s*w+kr], kr)
+			axpy4(o, kr, &e, base[offs[i]:int(offs[i])+kr], kr)
 		}
 	}
 	for j := range 4 {
@@ -202,15 +208,14 @@ func expNeg(x float32) float32 {
 // same arithmetic (attendOnline's), so its result does not depend on the
 // path; without it the head groups take scores four keys at a time
 // (dot4x4), which may round differently.
-func (d *Device) attentionFast(kqv, q, lat []float32, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
+func (d *Device) attentionFast(kqv, q []float32, lat rows, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
 	if sel != nil || T < 4 {
-		w := p.KVRank + p.DRope
 		s := d.getScratch()
 		defer d.putScratch(s)
 		lats, sels, pos := s.queries(T)
 		for t := range T {
 			pos[t] = pos0 + t
-			lats[t] = lat[:(pos0+t+1)*w]
+			lats[t] = lat.prefix(pos0 + t + 1)
 			sels[t] = nil
 			if sel != nil {
 				sels[t] = sel[t*p.TopK : (t+1)*p.TopK]

@@ -17,7 +17,7 @@ type indexTask struct {
 	c         *CPU
 	sel       []int32
 	q, w      []float32
-	keys      []float32
+	keys      rows
 	scores    []float32 // the one query's scores (single-query form)
 	T, pos0   int
 	p         backend.IndexerParams
@@ -29,7 +29,7 @@ func (a *indexTask) run(wk, chunk int) {
 	if a.perKeySet {
 		k0 := chunk * indexKeyBlock
 		k1 := min(k0+indexKeyBlock, a.pos0+1)
-		indexScores(a.scores[k0:k1], a.q[:Ih*Id], a.w[:Ih], a.keys[k0*Id:k1*Id], Ih, Id)
+		indexScores(a.scores[k0:k1], a.q[:Ih*Id], a.w[:Ih], a.keys, k0, Ih, Id, &a.c.ws[wk])
 		return
 	}
 	t := chunk
@@ -41,7 +41,7 @@ func (a *indexTask) run(wk, chunk int) {
 	}
 	ws := &a.c.ws[wk]
 	ws.scores = grow(ws.scores, n)
-	indexScores(ws.scores, a.q[t*Ih*Id:(t+1)*Ih*Id], a.w[t*Ih:(t+1)*Ih], a.keys[:n*Id], Ih, Id)
+	indexScores(ws.scores, a.q[t*Ih*Id:(t+1)*Ih*Id], a.w[t*Ih:(t+1)*Ih], a.keys, 0, Ih, Id, ws)
 	topK(row[:0], ws.scores, a.p.TopK, &ws.order)
 }
 
@@ -55,38 +55,43 @@ func allKeys(row []int32, n int) {
 	}
 }
 
-// indexScores writes to sc[k] the indexer score Σ_h w[h]·relu(q_h·key_k)
-// of each key (keys [len(sc), dim]) for one query q [heads, dim], summed
-// over the heads in order. The dot products are taken four keys and four
-// heads at a time (dot4x4), the keys past a multiple of four four heads
-// at a time (dot4), and heads past a multiple of four one by one.
-func indexScores(sc, q, w, keys []float32, heads, dim int) {
+// indexScores writes to sc[i] the indexer score Σ_h w[h]·relu(q_h·key)
+// of key k0+i of keys for one query q [heads, dim], summed over the heads
+// in order. The dot products are taken four keys and four heads at a
+// time (dot4x4), the keys past a multiple of four four heads at a time
+// (dot4), and heads past a multiple of four one by one. Keys stored in a
+// cache type are converted to float32 four at a time in ws.
+func indexScores(sc, q, w []float32, keys rows, k0, heads, dim int, ws *workerScratch) {
 	h4 := heads &^ 3
+	tmp := grow(ws.probs, 4*dim)
+	ws.probs = tmp
 	k := 0
 	var v16 [16]float32
+	var idx, offs [4]int32
 	for ; k+4 <= len(sc); k += 4 {
-		offs := [4]int32{int32(k * dim), int32((k + 1) * dim), int32((k + 2) * dim), int32((k + 3) * dim)}
+		for j := range idx {
+			idx[j] = int32(k0 + k + j)
+		}
+		base := keys.tile(offs[:], idx[:], tmp)
 		var sum [4]float32
 		for h := 0; h < h4; h += 4 {
-			dot4x4(&v16, q[h*dim:], dim, keys, &offs, dim)
+			dot4x4(&v16, q[h*dim:], dim, base, &offs, dim)
 			for j, x := range v16 {
 				sum[j&3] += w[h+j>>2] * max(x, 0)
 			}
 		}
 		for j := range 4 {
-			sc[k+j] = sum[j] + indexTail(q, w, keys[(k+j)*dim:(k+j+1)*dim], h4, heads, dim)
+			sc[k+j] = sum[j] + indexTail(q, w, base[offs[j]:int(offs[j])+dim], h4, heads, dim)
 		}
 	}
 	var v [4]float32
 	for ; k < len(sc); k++ {
-		key := keys[k*dim : (k+1)*dim]
+		key := keys.row(k0+k, tmp)
 		var sum float32
 		for h := 0; h < h4; h += 4 {
 			dot4(&v, q[h*dim:], dim, key, dim)
 			for j, x := range v {
-				if x > 0 {
-					sum += w[h+j] * x
-				}
+				sum += w[h+j] * max(x, 0)
 			}
 		}
 		sc[k] = sum + indexTail(q, w, key, h4, heads, dim)
@@ -98,15 +103,13 @@ func indexScores(sc, q, w, keys []float32, heads, dim int) {
 func indexTail(q, w, key []float32, h0, heads, dim int) float32 {
 	var sum float32
 	for h := h0; h < heads; h++ {
-		if x := dot1(q[h*dim:(h+1)*dim], key, dim); x > 0 {
-			sum += w[h] * x
-		}
+		sum += w[h] * max(dot1(q[h*dim:(h+1)*dim], key, dim), 0)
 	}
 	return sum
 }
 
 // indexerFast runs indexTask: see its comment.
-func (d *Device) indexerFast(sel []int32, q, w, keys []float32, T, pos0 int, p backend.IndexerParams) {
+func (d *Device) indexerFast(sel []int32, q, w []float32, keys rows, T, pos0 int, p backend.IndexerParams) {
 	c := d.cpu
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -70,6 +70,17 @@ type workerScratch struct {
 	scores4                             *[keyTile][4]float32
 	order                               []int32   // topK's keys (indexer)
 	ml                                  []float32 // attendHeads' running maxima and sums
+	tile                                []float32 // converted cache rows (rows.tile)
+}
+
+// tileRows returns the worker's buffer for a tile of keyTile rows of r
+// converted to float32 (nil for float32 rows, which need none).
+func (ws *workerScratch) tileRows(r rows) []float32 {
+	if r.c == nil {
+		return nil
+	}
+	ws.tile = grow(ws.tile, keyTile*r.w)
+	return ws.tile
 }
 
 // New returns a CPU with the exact matrix product and workers workers;

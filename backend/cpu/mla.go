@@ -16,18 +16,31 @@ type scratch struct {
 	slots                        []int
 	local                        []bool
 	rope                         []float32
-	lats                         [][]float32 // attendQueries' arguments
+	rowsF32                      []float32 // float32Rows' values
+	lats                         []rows    // attendQueries' arguments
 	sels                         [][]int32
 	pos                          []int
 }
 
 // queries returns attendQueries' per-query slices for n queries, reused
 // from call to call.
-func (s *scratch) queries(n int) (lats [][]float32, sels [][]int32, pos []int) {
+func (s *scratch) queries(n int) (lats []rows, sels [][]int32, pos []int) {
 	if cap(s.lats) < n {
-		s.lats, s.sels, s.pos = make([][]float32, n), make([][]int32, n), make([]int, n)
+		s.lats, s.sels, s.pos = make([]rows, n), make([][]int32, n), make([]int, n)
 	}
 	return s.lats[:n], s.sels[:n], s.pos[:n]
+}
+
+// float32Rows returns r's values in float32: a float32 buffer's own, a
+// cache type's converted into the scratch (the exact device's reference
+// reads the cache as float32 values).
+func (s *scratch) float32Rows(r rows) []float32 {
+	if r.c == nil {
+		return r.f32
+	}
+	s.rowsF32 = grow(s.rowsF32, r.values())
+	readCache(s.rowsF32, r.c)
+	return s.rowsF32
 }
 
 func grow(s []float32, n int) []float32 {
@@ -69,31 +82,33 @@ func attend(o, scores []float32, keys []int32, n int, val func(s int) []float32)
 	}
 }
 
-func checkMLA(op string, q, lat, kqv []float32, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
+func checkMLA(op string, q []float32, latValues int, kqv []float32, kb, vb backend.Matrix, sel []int32, T, pos0 int, p backend.MLAParams) {
 	dq, w := p.DNope+p.DRope, p.KVRank+p.DRope
 	switch {
-	case len(q) < T*p.Heads*dq, len(lat) < (pos0+T)*w, len(kqv) < T*p.Heads*p.DV,
+	case len(q) < T*p.Heads*dq, latValues < (pos0+T)*w, len(kqv) < T*p.Heads*p.DV,
 		kb.Rows != p.Heads*p.KVRank || kb.Cols != p.DNope, vb.Rows != p.Heads*p.DV || vb.Cols != p.KVRank,
 		sel != nil && len(sel) < T*p.TopK:
 		panic(fmt.Sprintf("cpu: %s: bad shapes: q %d, latent %d, kqv %d, k_b %dx%d, v_b %dx%d, sel %d for %d tokens after %d, %+v",
-			op, len(q), len(lat), len(kqv), kb.Rows, kb.Cols, vb.Rows, vb.Cols, len(sel), T, pos0, p))
+			op, len(q), latValues, len(kqv), kb.Rows, kb.Cols, vb.Rows, vb.Cols, len(sel), T, pos0, p))
 	}
 }
 
 // AttentionPrefill is docs/MATH.md section 3.2: per head, k_nope and v for
 // every cached position, then causal attention over the selected keys.
 func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backend.Weight, selB backend.IDs, T, pos0 int, p backend.MLAParams) {
-	q, lat, kqv, sel := F32(qB), F32(latB), F32(kqvB), Int32(selB)
+	q, kqv, sel := F32(qB), F32(kqvB), Int32(selB)
+	lr := rowsOf(latB, p.KVRank+p.DRope)
 	kb, vb := Mat(kbW), Mat(vbW)
-	checkMLA("AttentionPrefill", q, lat, kqv, kb, vb, sel, T, pos0, p)
+	checkMLA("AttentionPrefill", q, lr.values(), kqv, kb, vb, sel, T, pos0, p)
 	if d.cpu.fast {
-		d.attentionFast(kqv, q, lat, kb, vb, sel, T, pos0, p)
+		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p)
 		return
 	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
 	dq, w, nKV := dn+dr, kr+dr, pos0+T
 	s := d.getScratch()
 	defer d.putScratch(s)
+	lat := s.float32Rows(lr)
 
 	// Gather the latents c_s as a contiguous [nKV, kr] matrix.
 	s.lat = grow(s.lat, nKV*kr)
@@ -145,17 +160,19 @@ func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backen
 // attend over the latent rows [c ‖ k_pe] as one KV head, expand through
 // W_UV.
 func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend.Weight, selB backend.IDs, T, pos0 int, p backend.MLAParams) {
-	q, lat, kqv, sel := F32(qB), F32(latB), F32(kqvB), Int32(selB)
+	q, kqv, sel := F32(qB), F32(kqvB), Int32(selB)
+	lr := rowsOf(latB, p.KVRank+p.DRope)
 	kb, vb := Mat(kbW), Mat(vbW)
-	checkMLA("AttentionDecode", q, lat, kqv, kb, vb, sel, T, pos0, p)
+	checkMLA("AttentionDecode", q, lr.values(), kqv, kb, vb, sel, T, pos0, p)
 	if d.cpu.fast {
-		d.attentionFast(kqv, q, lat, kb, vb, sel, T, pos0, p)
+		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p)
 		return
 	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
 	dq, w := dn+dr, kr+dr
 	s := d.getScratch()
 	defer d.putScratch(s)
+	lat := s.float32Rows(lr)
 	s.qh = grow(s.qh, T*dn)
 	s.qabs = grow(s.qabs, T*kr)
 	s.oabs = grow(s.oabs, T*kr)
@@ -201,18 +218,20 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 // after the other on the exact device, in parallel four heads at a time
 // on the fast one (indexTask).
 func (d *Device) IndexerTopK(selB backend.IDs, qB, wB, keysB backend.Buffer, T, pos0 int, p backend.IndexerParams) {
-	sel, q, wt, keys := Int32(selB), F32(qB), F32(wB), F32(keysB)
+	sel, q, wt := Int32(selB), F32(qB), F32(wB)
 	Ih, Id, K := p.Heads, p.Dim, p.TopK
-	if len(sel) < T*K || len(q) < T*Ih*Id || len(wt) < T*Ih || len(keys) < (pos0+T)*Id {
+	kr := rowsOf(keysB, Id)
+	if len(sel) < T*K || len(q) < T*Ih*Id || len(wt) < T*Ih || kr.values() < (pos0+T)*Id {
 		panic(fmt.Sprintf("cpu: IndexerTopK: bad shapes: sel %d, q %d, w %d, keys %d for %d tokens after %d, %+v",
-			len(sel), len(q), len(wt), len(keys), T, pos0, p))
+			len(sel), len(q), len(wt), kr.values(), T, pos0, p))
 	}
 	if d.cpu.fast {
-		d.indexerFast(sel, q, wt, keys, T, pos0, p)
+		d.indexerFast(sel, q, wt, kr, T, pos0, p)
 		return
 	}
 	s := d.getScratch()
 	defer d.putScratch(s)
+	keys := s.float32Rows(kr)
 	s.scores = grow(s.scores, pos0+T)
 	for t := 0; t < T; t++ {
 		row := sel[t*K : (t+1)*K]

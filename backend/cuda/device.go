@@ -206,6 +206,16 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 	return &buffer{d: d, ptr: a.ptr, n: n, base: a}, nil
 }
 
+// AllocType returns a buffer of n values stored as t. The CUDA kernels
+// read float32 KV caches only so far: other types are an error naming the
+// type, returned when the cache is made.
+func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
+	if t != tensor.F32 {
+		return nil, fmt.Errorf("%s: a KV cache of type %s is not implemented on CUDA yet (f32 only: --cache-type-k f32)", d.Name(), t)
+	}
+	return d.Alloc(n)
+}
+
 // AllocIDs returns an array of n ids (contents undefined).
 func (d *Device) AllocIDs(n int) (backend.IDs, error) {
 	if n < 0 {

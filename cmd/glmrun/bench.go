@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun"
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend/cpu"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
@@ -59,6 +60,8 @@ type benchResult struct {
 	Backend       string       `json:"backend"`
 	Path          string       `json:"path"` // "fast", "fast-invariant" (--batch-invariant) or "exact"
 	Threads       int          `json:"threads"`
+	TypeK         string       `json:"type_k"` // KV cache type (-ctk), llama-bench's field
+	CacheBytes    int64        `json:"kv_cache_bytes"`
 	TP            int          `json:"tp"`
 	Reps          int          `json:"reps"`
 	NPrompt       int          `json:"n_prompt"`
@@ -126,6 +129,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
 	force := fs.Bool("force", false, forceUsage)
+	var cache cacheFlags
+	cache.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
 	specList := fs.String("spec-mtp", "", "also measure speculative decoding with the MTP block, drafting `K[,K...]` tokens")
@@ -147,6 +152,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printWarnings(stderr, "bench", warnings)
+	cacheType, err := cache.parse()
+	if err != nil {
+		return err
+	}
 	ks, err := parseDraftList(*specList)
 	if err != nil {
 		return err
@@ -185,7 +194,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	printWarnings(stderr, "bench", m.Warnings())
 	defer m.Close()
 	res := benchResult{
-		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp,
+		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp, TypeK: attention.CacheTypeName(cacheType),
 		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
 	}
@@ -206,11 +215,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	for _, k := range ks {
 		ctxSize = max(ctxSize, maxDepth+k+1, maxDepth+16)
 	}
-	s, err := m.NewSession(model.SessionOptions{ContextSize: ctxSize})
+	s, err := m.NewSession(model.SessionOptions{ContextSize: ctxSize, CacheType: cacheType})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	res.CacheBytes = s.CacheBytes()
 	r := rand.New(rand.NewPCG(*seed, 2))
 	random := func(n int) []int32 {
 		ids := make([]int32, n)
@@ -317,7 +327,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		spec.SpecVerify = ratios
 		if c.NextN > 0 {
 			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Exact: *exact,
-				BatchInvariant: *invariant, AllowUnknownKeys: *force}
+				BatchInvariant: *invariant, AllowUnknownKeys: *force, CacheType: cache.k}
 			if *tp == 1 {
 				lopts.TensorParallel = 0
 			}
@@ -351,10 +361,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	fmt.Fprintf(stdout, "| model | size | backend | path | threads | test | t/s |\n|---|---:|---|---|---:|---:|---:|\n")
+	fmt.Fprintf(stdout, "| model | size | backend | path | threads | type_k | test | t/s |\n|---|---:|---|---|---:|---|---:|---:|\n")
 	row := func(test string, mean, std float64) {
-		fmt.Fprintf(stdout, "| %s | %.2f GiB | %s | %s | %d | %s | %.2f ± %.2f |\n",
-			res.Model, float64(res.ModelBytes)/(1<<30), res.Backend, res.Path, res.Threads, test, mean, std)
+		fmt.Fprintf(stdout, "| %s | %.2f GiB | %s | %s | %d | %s | %s | %.2f ± %.2f |\n",
+			res.Model, float64(res.ModelBytes)/(1<<30), res.Backend, res.Path, res.Threads, res.TypeK, test, mean, std)
 	}
 	var perCPU []string
 	for _, d := range results {
@@ -371,8 +381,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		perCPU = append(perCPU, fmt.Sprintf("pp %.1f, tg %.1f tokens", d.PPPerCPUSec, d.TGPerCPUSec))
 	}
 	last := results[len(results)-1]
-	fmt.Fprintf(stdout, "peak RSS %.2f GiB, load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
-		float64(last.PeakRSSBytes)/(1<<30), res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
+	fmt.Fprintf(stdout, "peak RSS %.2f GiB, KV cache %s (%s), load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
+		float64(last.PeakRSSBytes)/(1<<30), humanBytes(res.CacheBytes), res.TypeK, res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
 	return nil
 }
 

@@ -247,6 +247,15 @@ func TestFlagsCheckedBeforeLoad(t *testing.T) {
 		{append([]string{"logits"}, append(fwd, "--backend", "tpu")...), `--backend "tpu"`},
 		{[]string{"dump", "-m", missing, "--tokens", "1,x", "-o", t.TempDir()}, `bad token id "x"`},
 		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "--tp", "0")...), "--tp 0"},
+		// -ctk in every command that runs the model.
+		{append(gen, "-ctk", "q4_0"), `-ctk (--cache-type-k): unknown KV cache type "q4_0"`},
+		{[]string{"chat", "-m", missing, "--cache-type-k", "f8"}, `unknown KV cache type "f8"`},
+		{[]string{"serve", "-m", missing, "-ctk", "x"}, `unknown KV cache type "x"`},
+		{[]string{"bench", "-m", missing, "-ctk", "x"}, `unknown KV cache type "x"`},
+		{[]string{"perplexity", "-m", missing, "-f", missing, "-ctk", "x"}, `unknown KV cache type "x"`},
+		{append([]string{"logits"}, append(fwd, "-ctk", "x")...), `unknown KV cache type "x"`},
+		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "-ctk", "x")...), `unknown KV cache type "x"`},
+		{append(gen, "-ctk", "q8_0", "-ctv", "f16"), "-ctv f16 with -ctk q8_0"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		if code != 2 || out != "" || countOf(errs, c.want) != 1 || strings.Contains(errs, "missing.gguf") {

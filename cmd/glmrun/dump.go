@@ -7,6 +7,7 @@ import (
 
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/dump"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 const dumpUsage = `usage: glmrun dump -m MODEL.gguf (--tokens ID,ID,... | --text TEXT) -o DIR [--decode] [--tp N]
@@ -62,7 +63,7 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	runErr := runForDump(m, w, tokens, ff.decode)
+	runErr := runForDump(m, w, tokens, ff.decode, ff.cacheType)
 	if err := w.Close(); runErr == nil && err != nil {
 		runErr = err
 	}
@@ -81,9 +82,10 @@ func runDump(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// runForDump runs tokens through a new session of m whose hooks write to w.
-func runForDump(m *model.Model, w *dump.Writer, tokens []int32, decode bool) error {
-	s, err := m.NewSession(model.SessionOptions{ContextSize: len(tokens), Hook: w.Hook, IDHook: w.IDHook})
+// runForDump runs tokens through a new session of m, its KV cache of type
+// cache, whose hooks write to w.
+func runForDump(m *model.Model, w *dump.Writer, tokens []int32, decode bool, cache tensor.Type) error {
+	s, err := m.NewSession(model.SessionOptions{ContextSize: len(tokens), Hook: w.Hook, IDHook: w.IDHook, CacheType: cache})
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func TestDumpMatchesLlamaCPP(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "dump")
 		dirs[tc.name] = dir
 		t.Run(tc.name, func(t *testing.T) {
-			out := runCode(t, 0, append([]string{"dump", "-m", glm5Mini, "--tokens", tokens, "-o", dir}, tc.flag...)...)
+			out := runCode(t, 0, append([]string{"dump", "-ctk", "f32", "-m", glm5Mini, "--tokens", tokens, "-o", dir}, tc.flag...)...)
 			if !strings.Contains(out, "for 20 tokens") {
 				t.Errorf("dump said %q", out)
 			}
@@ -153,7 +153,7 @@ func TestDumpSparse(t *testing.T) {
 	// The prefill path only: decode of the sparse model is the model
 	// package's to test; here the point is the comparison of key sets.
 	dir := filepath.Join(t.TempDir(), "dump")
-	runCode(t, 0, "dump", "-m", path, "--tokens", strings.Join(ids, ","), "-o", dir)
+	runCode(t, 0, "dump", "-ctk", "f32", "-m", path, "--tokens", strings.Join(ids, ","), "-o", dir)
 	out := runCode(t, 0, "diff", "--atol", "1e-3", "--rtol", "0", dir, filepath.Join(hiddenRefs, "glm5-mini-sparse.Q8_0.deq-F32.P2"))
 	if !strings.HasPrefix(lastLine(out), "no divergence") {
 		t.Errorf("%s", lastLine(out))
@@ -221,7 +221,7 @@ func TestDiffFindsPlantedFault(t *testing.T) {
 	dirs := map[string]string{}
 	for name, m := range map[string]string{"clean": clean, "faulty": faulty} {
 		dirs[name] = filepath.Join(tmp, name)
-		runCode(t, 0, "dump", "-m", m, "--tokens", tokens, "-o", dirs[name])
+		runCode(t, 0, "dump", "-ctk", "f32", "-m", m, "--tokens", tokens, "-o", dirs[name])
 	}
 	out := runCode(t, 1, "diff", dirs["faulty"], dirs["clean"])
 	if got, want := lastLine(out), "first divergence: blk.1.attn_out "; !strings.HasPrefix(got, want) {
@@ -267,7 +267,7 @@ func TestDiffFindsPlantedFault(t *testing.T) {
 // dump matches llama.cpp's.
 func TestDumpText(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dump")
-	runCode(t, 0, "dump", "-m", glm5Mini, "--text", "1 2 3 4 5 6 7 8 9 10", "-o", dir)
+	runCode(t, 0, "dump", "-ctk", "f32", "-m", glm5Mini, "--text", "1 2 3 4 5 6 7 8 9 10", "-o", dir)
 	d, err := dump.Open(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/glmrun/glmrun"
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // specMTPUsage is the help of --spec-mtp, shared by the commands that
@@ -26,6 +29,41 @@ const batchInvariantUsage = "every token's products computed as when it is alone
 // model has.
 const forceUsage = "load a file whose metadata has keys that change the forward pass in ways glmrun does not implement, or keys it does not know (its logits may be wrong; the keys are printed)"
 
+// cacheTypeUsage is the help of -ctk (--cache-type-k), which every command
+// that runs the model has.
+const cacheTypeUsage = "KV cache `type`, llama.cpp's names: f16 (the default, as llama.cpp's), bf16, q8_0 (half of f16's memory; rows of whole 32-value blocks) or f32 (the reference numbers); the latent and the DSA indexer keys are stored in it"
+
+// cacheFlags are -ctk and -ctv. MLA caches one latent that serves as both
+// keys and values, so -ctv is accepted (llama.cpp wants both for MLA
+// models) only with -ctk's value.
+type cacheFlags struct{ k, v string }
+
+// register defines -ctk, --cache-type-k, -ctv and --cache-type-v on fs.
+func (c *cacheFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.k, "ctk", glmrun.DefaultCacheType, cacheTypeUsage)
+	fs.StringVar(&c.k, "cache-type-k", glmrun.DefaultCacheType, "same as -ctk `TYPE`")
+	fs.StringVar(&c.v, "ctv", "", "the V cache `type`: MLA's latent is both K and V, so only -ctk's type (llama.cpp's -ctv, accepted for its command lines)")
+	fs.StringVar(&c.v, "cache-type-v", "", "same as -ctv `TYPE`")
+}
+
+// parse checks the values: a usage error naming the flag.
+func (c *cacheFlags) parse() (tensor.Type, error) {
+	t, err := attention.ParseCacheType(c.k)
+	if err != nil {
+		return 0, usageErr("-ctk (--cache-type-k): %v", err)
+	}
+	if c.v != "" {
+		v, err := attention.ParseCacheType(c.v)
+		if err != nil {
+			return 0, usageErr("-ctv (--cache-type-v): %v", err)
+		}
+		if v != t {
+			return 0, usageErr("-ctv %s with -ctk %s: the MLA latent is both the keys and the values, so they take one type (give -ctk only)", c.v, c.k)
+		}
+	}
+	return t, nil
+}
+
 // forwardFlags are the flags shared by the commands that run the model once
 // over a token sequence and look at what it computed (logits, dump): the
 // model, the tokens or the text, which path, and where it runs.
@@ -34,7 +72,9 @@ type forwardFlags struct {
 	decode, fast, invariant      bool
 	force                        bool
 	threads, tp                  int
-	ids                          []int32 // --tokens, parsed by check
+	cache                        cacheFlags
+	cacheType                    tensor.Type // -ctk, parsed by check
+	ids                          []int32     // --tokens, parsed by check
 }
 
 // register defines the flags on fs.
@@ -49,6 +89,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ff.force, "force", false, forceUsage)
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
+	ff.cache.register(fs)
 }
 
 // check validates every flag value (and the token list) before the model
@@ -65,6 +106,9 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 		return nil, usageErr("give --tokens or --text, not both")
 	}
 	if err := checkDevices("--threads", ff.threads, ff.tp, ff.backend, &warnings); err != nil {
+		return nil, err
+	}
+	if ff.cacheType, err = ff.cache.parse(); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun"
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/model/grammar"
 )
 
@@ -52,6 +53,7 @@ type genFlags struct {
 	exact        bool
 	invariant    bool
 	force        bool
+	cache        cacheFlags
 
 	// The constraint flags (generate only): GBNF text or file, JSON
 	// schema text or file; check compiles the one given into grammar.
@@ -73,6 +75,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
 	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", glmrun.DefaultContextSize))
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
+	g.cache.register(fs)
 	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
 	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
 	fs.IntVar(&g.n, "n", defaultMaxTokens, "the most `tokens` to generate (-1: until the end of generation or a full context)")
@@ -117,6 +120,9 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 // and every number finite as a float32.
 func (g *genFlags) check() (warnings []string, err error) {
 	if err := checkDevices("-t (--threads)", g.threads, g.tp, g.backend, &warnings); err != nil {
+		return nil, err
+	}
+	if _, err := g.cache.parse(); err != nil {
 		return nil, err
 	}
 	temp, topP, minP, rep := float32(g.temp), float32(g.topP), float32(g.minP), float32(g.repeatPen)
@@ -298,7 +304,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		return nil, nil, err
 	}
 	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant,
-		AllowUnknownKeys: g.force, SpecDraft: g.specMTP}
+		AllowUnknownKeys: g.force, SpecDraft: g.specMTP, CacheType: g.cache.k}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
 	}
@@ -314,7 +320,8 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		return nil, nil, err
 	}
 	n, b := s.ContextSize(), s.CacheBytes()
-	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, f32)\n", humanBytes(b), n, humanBytes(b/int64(n)))
+	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, %s)\n", humanBytes(b), n, humanBytes(b/int64(n)),
+		attention.CacheTypeName(m.CacheType()))
 	return m, s, nil
 }
 

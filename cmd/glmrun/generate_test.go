@@ -58,7 +58,7 @@ func TestGenerateGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			text, prompt, greedy := readGenRef(t, name)
 			path := "../../testdata/models/" + name + ".gguf"
-			args := []string{"-m", path, "-p", text, "--temp", "0", "-n", "8", "-c", "64", "--ignore-eos", "--exact"}
+			args := []string{"-m", path, "-p", text, "--temp", "0", "-n", "8", "-c", "64", "--ignore-eos", "--exact", "-ctk", "f32"}
 			code, out, errs := runCLI(t, append(args, "--logprobs", "2")...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/tensor"
@@ -26,6 +27,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	showKV := fs.Bool("kv", false, "also list every metadata key and value")
 	noTensors := fs.Bool("no-tensors", false, "leave out the tensor table")
 	tp := fs.Int("tp", 0, "also show the bytes of weights and KV cache per token each of N tensor-parallel devices would hold")
+	var cache cacheFlags
+	cache.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: glmrun inspect [flags] FILE.gguf\n\nPrints a GGUF file's architecture, hyper-parameters, tokenizer and tensors.\n\nflags:")
 		fs.PrintDefaults()
@@ -40,17 +43,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if *tp < 0 {
 		return fmt.Errorf("%w: --tp %d: want >= 0 (0: no tensor-parallel table)", errUsage, *tp)
 	}
+	cacheType, err := cache.parse()
+	if err != nil {
+		return err
+	}
 	f, err := gguf.Open(pos[0])
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	rep := newInspectReport(f, *showKV)
+	rep := newInspectReport(f, *showKV, cacheType)
 	if *noTensors {
 		rep.Tensors = nil
 	}
 	if *tp > 0 {
-		if rep.TensorParallel, err = newTPReport(f, *tp); err != nil {
+		if rep.TensorParallel, err = newTPReport(f, *tp, cacheType); err != nil {
 			return err
 		}
 	}
@@ -292,7 +299,7 @@ func (r kvReader) value(key string, kind byte) (any, bool) {
 	return nil, false
 }
 
-func newInspectReport(f *gguf.File, withKV bool) *inspectReport {
+func newInspectReport(f *gguf.File, withKV bool, cacheType tensor.Type) *inspectReport {
 	kv := kvReader{f}
 	rep := &inspectReport{
 		File:         f.Path,
@@ -313,7 +320,7 @@ func newInspectReport(f *gguf.File, withKV bool) *inspectReport {
 			rep.HParams[k.key] = v
 		}
 	}
-	rep.hp = describeHParams(kv, arch, rep.Derived)
+	rep.hp = describeHParams(kv, arch, cacheType, rep.Derived)
 	rep.Tokenizer = describeTokenizer(kv)
 	rep.Keys = []keyReport{}
 	if statuses, err := model.KeyReport(f); err != nil {
@@ -401,7 +408,7 @@ func tensorBytes(ti *gguf.TensorInfo) int64 {
 
 // describeHParams renders the hyper-parameters of architecture arch as text
 // lines and fills derived with the values computed from them.
-func describeHParams(kv kvReader, arch string, derived map[string]any) []hparamLine {
+func describeHParams(kv kvReader, arch string, cacheType tensor.Type, derived map[string]any) []hparamLine {
 	p := func(k string) string { return arch + "." + k }
 	num := func(k string) string {
 		if x, ok := kv.int(p(k)); ok {
@@ -554,17 +561,18 @@ func describeHParams(kv kvReader, arch string, derived map[string]any) []hparamL
 	}
 	add("rms eps", eps)
 	if mla {
-		add("KV cache (f32)", cacheLine(kv, arch, kvRank, derived))
+		add("KV cache ("+attention.CacheTypeName(cacheType)+")", cacheLine(kv, arch, kvRank, cacheType, derived))
 	}
 	return lines
 }
 
-// cacheLine describes the KV cache glmrun allocates for the file: per trunk
-// layer and position the latent (kv_lora_rank) and the roped key
-// (rope.dimension_count) and, for layers with their own DSA indexer, its
-// key (attention.indexer.key_length), all float32; per token and at the
-// training context. It sets derived's kv_cache_bytes_per_token.
-func cacheLine(kv kvReader, arch string, kvRank int64, derived map[string]any) string {
+// cacheLine describes the KV cache glmrun allocates for the file with rows
+// of type typ: per trunk layer and position the latent (kv_lora_rank) and
+// the roped key (rope.dimension_count) and, for layers with their own DSA
+// indexer, its key (attention.indexer.key_length); per token and at the
+// training context. It sets derived's kv_cache_bytes_per_token and
+// kv_cache_type.
+func cacheLine(kv kvReader, arch string, kvRank int64, typ tensor.Type, derived map[string]any) string {
 	p := func(k string) string { return arch + "." + k }
 	layers, _ := kv.int(p("block_count"))
 	nextn, _ := kv.int(p("nextn_predict_layers"))
@@ -586,13 +594,22 @@ func cacheLine(kv kvReader, arch string, kvRank int64, derived map[string]any) s
 	if layers <= 0 || kvRank <= 0 {
 		return "-"
 	}
-	perToken := 4 * (layers*(kvRank+rope) + full*idx)
+	dims := make([]int, layers)
+	for l := range full {
+		dims[l] = int(idx)
+	}
+	name := attention.CacheTypeName(typ)
+	if (kvRank+rope)%int64(typ.BlockSize()) != 0 || idx%int64(typ.BlockSize()) != 0 {
+		return fmt.Sprintf("- (%s needs rows of whole %d-value blocks: latent+rope %d, indexer key %d)", name, typ.BlockSize(), kvRank+rope, idx)
+	}
+	perToken := attention.CacheBytesPerToken(typ, int(kvRank), int(rope), dims)
 	derived["kv_cache_bytes_per_token"] = perToken
+	derived["kv_cache_type"] = name
 	text := fmt.Sprintf("%s per token (%d layers × %d latent+rope", humanBytes(perToken), layers, kvRank+rope)
 	if idx > 0 {
 		text += fmt.Sprintf(", %d with a %d-wide indexer key", full, idx)
 	}
-	text += ", 4 B each)"
+	text += ", " + name + ")"
 	if ctx, ok := kv.int(p("context_length")); ok && ctx > 0 {
 		text += fmt.Sprintf("; %s at the training context of %d", humanBytes(perToken*ctx), ctx)
 	}

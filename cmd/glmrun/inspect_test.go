@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
@@ -429,17 +430,6 @@ func TestInspectErrors(t *testing.T) {
 func TestInspectCacheBytes(t *testing.T) {
 	for _, name := range []string{"glm5-mini.Q8_0", "ds2-mini.Q8_0", "glm5-dense.Q8_0", "glm5-tiny.Q8_0"} {
 		path := testModels + name + ".gguf"
-		code, out, errs := runCmd(t, "inspect", "--json", path)
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", name, code, errs)
-		}
-		var rep struct {
-			Derived map[string]any `json:"derived"`
-		}
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := rep.Derived["kv_cache_bytes_per_token"].(float64)
 		f, err := gguf.Open(path)
 		if err != nil {
 			t.Fatal(err)
@@ -449,19 +439,36 @@ func TestInspectCacheBytes(t *testing.T) {
 			f.Close()
 			t.Fatal(err)
 		}
-		s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
-		if err != nil {
-			t.Fatal(err)
+		for _, typ := range []string{"f32", "f16", "bf16", "q8_0"} {
+			code, out, errs := runCmd(t, "inspect", "--json", "-ctk", typ, path)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", name, code, errs)
+			}
+			var rep struct {
+				Derived map[string]any `json:"derived"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			ct, _ := attention.ParseCacheType(typ)
+			s, err := m.NewSession(model.SessionOptions{ContextSize: 64, CacheType: ct})
+			got, ok := rep.Derived["kv_cache_bytes_per_token"].(float64)
+			if err != nil { // rows that are not whole blocks of the type
+				if ok {
+					t.Errorf("%s, %s: inspect says %g cache bytes per token, a session fails: %v", name, typ, got, err)
+				}
+				continue
+			}
+			want := float64(s.CacheBytes()) / 64
+			s.Close()
+			if got != want {
+				t.Errorf("%s, %s: inspect says %g cache bytes per token, a session holds %g", name, typ, got, want)
+			}
+			if code, out, _ := runCmd(t, "inspect", "-ctk", typ, path); code != 0 || !strings.Contains(out, "KV cache ("+typ+"):") {
+				t.Errorf("%s: no KV cache line in\n%s", name, out)
+			}
 		}
-		want := float64(s.CacheBytes()) / 64
-		s.Close()
 		m.Close()
 		f.Close()
-		if got != want {
-			t.Errorf("%s: inspect says %g cache bytes per token, a session holds %g", name, got, want)
-		}
-		if code, out, _ := runCmd(t, "inspect", path); code != 0 || !strings.Contains(out, "KV cache (f32):") {
-			t.Errorf("%s: no KV cache line in\n%s", name, out)
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // tpReport is inspect --tp N: what each of N devices would hold under the
@@ -33,7 +34,7 @@ type tpDevice struct {
 }
 
 // newTPReport plans the model in f over n devices.
-func newTPReport(f *gguf.File, n int) (*tpReport, error) {
+func newTPReport(f *gguf.File, n int, cacheType tensor.Type) (*tpReport, error) {
 	c, err := model.ReadConfig(f)
 	if err != nil {
 		return nil, err
@@ -48,11 +49,15 @@ func newTPReport(f *gguf.File, n int) (*tpReport, error) {
 	}
 	r := &tpReport{Devices: n, HeadsPerDevice: p.Heads, ExpertsPerDevice: p.Experts, FFPerDevice: p.FF,
 		SharedFFPerDev: p.SharedFF, TotalBytes: mem.Total}
+	// The plan counts float32 rows; a cache type's rows (whole blocks)
+	// take RowSize(32) bytes for every 128 of them.
+	per32, _ := cacheType.RowSize(32)
 	for d, dm := range mem.Devices {
+		kv := dm.KVPerToken * per32 / 128
 		r.PerDevice = append(r.PerDevice, tpDevice{
 			Device: d, WeightBytes: dm.Weights(), Replicated: dm.Replicated, Sharded: dm.Sharded,
-			Device0Only: dm.First, ExpandedF32: dm.Expanded, KVPerToken: dm.KVPerToken,
-			KVFullContxt: dm.KVPerToken * int64(c.ContextLength),
+			Device0Only: dm.First, ExpandedF32: dm.Expanded, KVPerToken: kv,
+			KVFullContxt: kv * int64(c.ContextLength),
 		})
 	}
 	return r, nil

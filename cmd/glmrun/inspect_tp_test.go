@@ -38,7 +38,7 @@ func TestInspectTP(t *testing.T) {
 			for _, d := range r.PerDevice {
 				sharded += d.Sharded
 				expanded += d.ExpandedF32
-				if d.WeightBytes != d.Replicated+d.Sharded+d.Device0Only || d.KVPerToken != 3*4*(256+16+64) {
+				if d.WeightBytes != d.Replicated+d.Sharded+d.Device0Only || d.KVPerToken != 3*2*(256+16+64) {
 					t.Errorf("device %+v", d)
 				}
 			}

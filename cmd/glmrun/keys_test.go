@@ -56,12 +56,17 @@ func TestInspectIndexerTypes(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "indexer types:     full, shared, full, full (1 shared") {
 		t.Fatalf("inspect: exit %d, %s\n%s", code, stderr, stdout)
 	}
-	code, stdout, stderr = runCLI(t, "inspect", "--json", "--tp", "1", path)
-	if code != 0 {
-		t.Fatalf("inspect --json: exit %d, %s", code, stderr)
-	}
-	// 4 layers of 64+16 latent floats, 3 of them with 64 indexer floats.
-	if want := fmt.Sprintf(`"kv_bytes_per_token": %d`, 4*(4*(64+16))+4*3*64); !strings.Contains(stdout, want) {
-		t.Errorf("inspect --json lacks %s", want)
+	for _, tc := range []struct {
+		ctk   string
+		bytes int
+	}{{"f32", 4}, {"f16", 2}} {
+		code, stdout, stderr = runCLI(t, "inspect", "--json", "--tp", "1", "-ctk", tc.ctk, path)
+		if code != 0 {
+			t.Fatalf("inspect --json: exit %d, %s", code, stderr)
+		}
+		// 4 layers of 64+16 latent values, 3 of them with 64 indexer values.
+		if want := fmt.Sprintf(`"kv_bytes_per_token": %d`, tc.bytes*(4*(64+16)+3*64)); !strings.Contains(stdout, want) {
+			t.Errorf("inspect --json -ctk %s lacks %s", tc.ctk, want)
+		}
 	}
 }

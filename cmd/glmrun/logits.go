@@ -71,7 +71,7 @@ func runLogits(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	defer m.Close()
-	s, err := m.NewSession(model.SessionOptions{ContextSize: max(len(tokens), 1)})
+	s, err := m.NewSession(model.SessionOptions{ContextSize: max(len(tokens), 1), CacheType: ff.cacheType})
 	if err != nil {
 		return err
 	}

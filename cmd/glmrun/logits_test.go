@@ -41,12 +41,12 @@ func TestLogits(t *testing.T) {
 	modelFile := filepath.Join("..", "..", "testdata", "models", "glm5-mini.Q8_0.gguf")
 	for _, mode := range []string{"prefill", "decode", "text"} {
 		t.Run(mode, func(t *testing.T) {
-			args := []string{"logits", "-m", modelFile, "--tokens", strings.Join(ids, ","), "--top", "3"}
+			args := []string{"logits", "-ctk", "f32", "-m", modelFile, "--tokens", strings.Join(ids, ","), "--top", "3"}
 			switch mode {
 			case "decode":
 				args = append(args, "--decode")
 			case "text": // the P1 prompt's text (glm5-mini.tokenizer-cases.json)
-				args = []string{"logits", "-m", modelFile, "--text", "1 2 3 4 5 6 7 8 9 10", "--top", "3"}
+				args = []string{"logits", "-ctk", "f32", "-m", modelFile, "--text", "1 2 3 4 5 6 7 8 9 10", "--top", "3"}
 			}
 			var stdout, stderr bytes.Buffer
 			if code := run(args, &stdout, &stderr); code != 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun/model"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // glmrun perplexity computes what llama.cpp's llama-perplexity computes in
@@ -82,6 +83,8 @@ type pplFlags struct {
 	ctx, batch, ubatch, chunks int
 	threads, tp                int
 	exact, invariant, force    bool
+	cache                      cacheFlags
+	cacheType                  tensor.Type // parsed by check
 }
 
 // register defines the flags on fs, with llama-perplexity's names.
@@ -104,6 +107,7 @@ func (p *pplFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.exact, "exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	fs.BoolVar(&p.invariant, "batch-invariant", false, batchInvariantUsage)
 	fs.BoolVar(&p.force, "force", false, forceUsage)
+	p.cache.register(fs)
 }
 
 // check validates the flag values before anything is opened: a usage error
@@ -126,6 +130,9 @@ func (p *pplFlags) check() (warnings []string, err error) {
 		return nil, usageErr("--tp %d: want >= 1", p.tp)
 	}
 	if err := checkDevices("-t (--threads)", p.threads, p.tp, p.backend, &warnings); err != nil {
+		return nil, err
+	}
+	if p.cacheType, err = p.cache.parse(); err != nil {
 		return nil, err
 	}
 	return warnings, nil
@@ -329,7 +336,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	printWarnings(stderr, "perplexity", m.Warnings())
-	s, err := m.NewSession(model.SessionOptions{ContextSize: pl.nCtx})
+	s, err := m.NewSession(model.SessionOptions{ContextSize: pl.nCtx, CacheType: p.cacheType})
 	if err != nil {
 		return fmt.Errorf("-c %d: %w", pl.nCtx, err)
 	}

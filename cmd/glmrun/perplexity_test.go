@@ -54,7 +54,7 @@ var (
 // each chunk of nCtx tokens in one Prefill on a new session, every
 // position's logits, log-softmax in float64, the mean over the second
 // halves, the error from a two-pass variance.
-func refPPL(t *testing.T, modelPath, textPath string, exact bool, nCtx, maxChunks int) (running []float64, ppl, errEst float64) {
+func refPPL(t *testing.T, modelPath, textPath string, exact, invariant bool, nCtx, maxChunks int) (running []float64, ppl, errEst float64) {
 	t.Helper()
 	f, tok := openTestModel(t, modelPath)
 	text, err := os.ReadFile(textPath)
@@ -62,7 +62,7 @@ func refPPL(t *testing.T, modelPath, textPath string, exact bool, nCtx, maxChunk
 		t.Fatal(err)
 	}
 	ids := tok.Encode(strings.TrimSuffix(string(text), "\n"), true, false)
-	m, err := model.New(f, model.Options{Threads: 1, Fast: !exact})
+	m, err := model.New(f, model.Options{Threads: 1, Fast: !exact, BatchInvariant: invariant})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,12 +129,14 @@ func TestPerplexity(t *testing.T) {
 		batchSize, nSeq int
 	}{
 		{"fast", []string{"-c", "64"}, false, 64, 0, 2048, 32},
-		{"fast pieces", []string{"-c", "33", "-b", "10", "-ub", "4"}, false, 33, 0, 10, 1},
+		// Batches cut the chunks into other pieces than the reference's
+		// whole-chunk passes: bit for bit the same only batch-invariant.
+		{"fast pieces", []string{"-c", "33", "-b", "10", "-ub", "4", "--batch-invariant"}, false, 33, 0, 10, 1},
 		{"exact", []string{"-c", "64", "--exact", "--chunks", "3"}, true, 64, 3, 2048, 32},
 		{"exact pieces", []string{"-c", "64", "-b", "100", "-ub", "24", "--exact", "--chunks", "2"}, true, 64, 2, 64, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			args := append([]string{"perplexity", "-m", tokModel, "-f", text, "-t", "1"}, c.args...)
+			args := append([]string{"perplexity", "-ctk", "f32", "-m", tokModel, "-f", text, "-t", "1"}, c.args...)
 			code, out, errs := runCLI(t, args...)
 			if code != 0 {
 				t.Fatalf("%q: exit %d, stderr:\n%s", args, code, errs)
@@ -146,7 +148,7 @@ func TestPerplexity(t *testing.T) {
 				!strings.Contains(errs, " seconds per pass - ETA ") {
 				t.Fatalf("output not llama-perplexity's:\nstdout:\n%s\nstderr:\n%s", out, errs)
 			}
-			running, ppl, errEst := refPPL(t, tokModel, text, c.exact, c.nCtx, c.chunks)
+			running, ppl, errEst := refPPL(t, tokModel, text, c.exact, slices.Contains(c.args, "--batch-invariant"), c.nCtx, c.chunks)
 			if want := fmt.Sprintf("%d %d %d %d", len(running), c.nCtx, c.batchSize, c.nSeq); strings.Join(im[1:], " ") != want {
 				t.Errorf("info line %q, want chunks, n_ctx, batch_size, n_seq %s", im[0], want)
 			}
@@ -393,31 +395,40 @@ func TestPPLStats(t *testing.T) {
 
 // TestPerplexityMatchesLlamaCpp: on the held-out text of the trained-model
 // data, glmrun's estimate is llama-perplexity's (build 11669,
-// testdata/refs/NAME.llama-perplexity.txt, made by tools/perplexity-ref.sh)
-// within 1% on the fast path and 0.1% with --exact. The fast path quantizes
-// activations before the Q8_0 products as llama.cpp's CPU path does;
-// --exact keeps them in float32, so it is the same model without that
-// rounding.
+// testdata/refs/NAME[.ARGS].llama-perplexity.txt, made by
+// tools/perplexity-ref.sh) within 1% on the fast path and 0.1% with
+// --exact. The fast path quantizes activations before the Q8_0 products as
+// llama.cpp's CPU path does; --exact keeps them in float32, so it is the
+// same model without that rounding. The trained tiny GLM-5 runs with each
+// KV cache type against llama-perplexity with the same -ctk and -ctv
+// (llama.cpp's default is f16, as glmrun's).
 func TestPerplexityMatchesLlamaCpp(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scores 20 chunks of 512 tokens twice")
+		t.Skip("scores 20 chunks of 512 tokens several times")
 	}
-	for _, name := range []string{"glm5-mini.Q8_0"} {
-		ref, err := os.ReadFile(filepath.Join("..", "..", "testdata", "refs", name+".llama-perplexity.txt"))
+	type run struct {
+		name string
+		args []string
+		rel  float64
+	}
+	for _, c := range []struct {
+		model, ref string
+		runs       []run
+	}{
+		{"glm5-mini.Q8_0", "glm5-mini.Q8_0", []run{{"fast", nil, 0.01}, {"exact", []string{"--exact"}, 0.001}}},
+		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0", []run{{"f16", nil, 0.01}}},
+		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0.ctk-f32-ctv-f32", []run{{"f32", []string{"-ctk", "f32"}, 0.01}}},
+		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0.ctk-bf16-ctv-bf16", []run{{"bf16", []string{"-ctk", "bf16"}, 0.01}}},
+		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0.ctk-q8_0-ctv-q8_0", []run{{"q8_0", []string{"-ctk", "q8_0", "-ctv", "q8_0"}, 0.01}}},
+	} {
+		ref, err := os.ReadFile(filepath.Join("..", "..", "testdata", "refs", c.ref+".llama-perplexity.txt"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := finalPPL(t, string(ref))
-		for _, tc := range []struct {
-			name string
-			args []string
-			rel  float64
-		}{
-			{"fast", nil, 0.01},
-			{"exact", []string{"--exact"}, 0.001},
-		} {
-			t.Run(name+"/"+tc.name, func(t *testing.T) {
-				args := append([]string{"perplexity", "-m", filepath.Join("..", "..", "testdata", "models", name+".gguf"),
+		for _, tc := range c.runs {
+			t.Run(c.model+"/"+tc.name, func(t *testing.T) {
+				args := append([]string{"perplexity", "-m", filepath.Join("..", "..", "testdata", "models", c.model+".gguf"),
 					"-f", filepath.Join("..", "..", "testdata", "tinyglm", "heldout.txt"), "-c", "512", "--chunks", "20"}, tc.args...)
 				code, _, errs := runCLI(t, args...)
 				if code != 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun"
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/server"
 )
 
@@ -47,6 +48,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&parallel, "np", server.DefaultParallel, "same as --parallel `N`")
 	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", server.DefaultContextSize))
 	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
+	var cache cacheFlags
+	cache.register(fs)
 	fs.IntVar(&queue, "queue", server.DefaultQueueSize, "requests that may wait for a slot before the server answers 503 (`N`)")
 	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")
 	fs.StringVar(&alias, "alias", "", "model `name` in /v1/models and responses (default: the file name without .gguf)")
@@ -78,6 +81,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		return err
 	}
 	printWarnings(stderr, "serve", warnings)
+	if _, err := cache.parse(); err != nil {
+		return err
+	}
 	if *specMTP < 0 || *specMTP > maxSpecDraft {
 		return usageErr("--spec-mtp %d: want 0 (off) to %d drafted tokens", *specMTP, maxSpecDraft)
 	}
@@ -105,7 +111,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	// The library's loading path, as generate and chat load: the server
 	// serves the model glmrun.Load gives any program.
 	start := time.Now()
-	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, Backend: backend, Exact: *exact,
+	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, Backend: backend, Exact: *exact, CacheType: cache.k,
 		BatchInvariant: *invariant, AllowUnknownKeys: *force, SpecDraft: *specMTP})
 	if err != nil {
 		return err
@@ -138,8 +144,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 	addr := ln.Addr().String()
-	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens\n",
-		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize())
+	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens, KV cache %s per slot (%s)\n",
+		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize(),
+		humanBytes(srv.SlotCacheBytes()), attention.CacheTypeName(m.CacheType()))
 	fmt.Fprintf(stderr, "glmrun serve: listening on http://%s (OpenAI API at http://%s/v1)\n", addr, addr)
 	if apiKey == "" && !isLoopback(host) {
 		fmt.Fprintf(stderr, "glmrun serve: warning: listening on %s without --api-key\n", host)

@@ -16,7 +16,7 @@ import (
 func TestTensorParallelCLI(t *testing.T) {
 	logits := func(tp string) [][]float32 {
 		var out logitsOutput
-		if err := json.Unmarshal([]byte(runCode(t, 0, "logits", "-m", glm5Mini, "--tokens", promptP1(t), "--tp", tp)), &out); err != nil {
+		if err := json.Unmarshal([]byte(runCode(t, 0, "logits", "-ctk", "f32", "-m", glm5Mini, "--tokens", promptP1(t), "--tp", tp)), &out); err != nil {
 			t.Fatal(err)
 		}
 		return out.Logits
@@ -33,7 +33,7 @@ func TestTensorParallelCLI(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "dump")
-	runCode(t, 0, "dump", "-m", glm5Mini, "--tokens", promptP1(t), "--tp", "2", "-o", dir)
+	runCode(t, 0, "dump", "-ctk", "f32", "-m", glm5Mini, "--tokens", promptP1(t), "--tp", "2", "-o", dir)
 	d, err := dump.Open(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,166 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/internal/meminfo"
+	"github.com/glmrun/glmrun/tensor"
+)
+
+// cacheBuf is a CPU buffer stored in a KV cache type (F16, BF16 or
+// Q8_0; float32 buffers are buf): n values in their bytes.
+type cacheBuf struct {
+	t    tensor.Type
+	n    int
+	data []byte
+}
+
+func (b *cacheBuf) Len() int { return b.n }
+
+// Slice returns a view of values [off, off+n); both must be whole blocks
+// of the type.
+func (b *cacheBuf) Slice(off, n int) backend.Buffer {
+	bs := b.t.BlockSize()
+	if off < 0 || n < 0 || off+n > b.n || off%bs != 0 || n%bs != 0 {
+		panic(fmt.Sprintf("cpu: view [%d, %d) of a %s buffer of %d values (blocks of %d)", off, off+n, b.t, b.n, bs))
+	}
+	ts := b.t.TypeSize()
+	lo, hi := off/bs*ts, (off+n)/bs*ts
+	return &cacheBuf{t: b.t, n: n, data: b.data[lo:hi:hi]}
+}
+
+// CacheTypes are the element types AllocType takes.
+var CacheTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
+
+// AllocType returns a new zeroed buffer of n values stored as t, one of
+// CacheTypes (n a whole number of t's blocks).
+func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
+	switch t {
+	case tensor.F32:
+		return d.Alloc(n)
+	case tensor.F16, tensor.BF16, tensor.Q8_0:
+	default:
+		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, CacheTypes)
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
+	}
+	size, err := t.RowSize(int64(n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	if err := d.reserve(size, "buffer"); err != nil {
+		return nil, err
+	}
+	if d.budget == 0 && size >= bigAlloc {
+		if avail, ok := meminfo.Available(); ok && size > avail {
+			d.release(size)
+			return nil, fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
+				d.Name(), float64(size)/(1<<30), float64(avail)/(1<<30))
+		}
+	}
+	// Zero bytes are zero values in every type (a Q8_0 block of scale 0).
+	return &cacheBuf{t: t, n: n, data: make([]byte, size)}, nil
+}
+
+// rows is a latent or indexer-key buffer as the attention reads it: rows
+// of w values, float32 or stored in a cache type.
+type rows struct {
+	f32 []float32
+	c   *cacheBuf // nil for float32
+	w   int
+	rb  int // bytes per row of c
+}
+
+// rowsOf returns b's rows of w values (b a CPU buffer of either kind).
+func rowsOf(b backend.Buffer, w int) rows {
+	switch v := b.(type) {
+	case buf:
+		return rows{f32: v, w: w}
+	case *cacheBuf:
+		rb, err := v.t.RowSize(int64(w))
+		if err != nil {
+			panic(fmt.Sprintf("cpu: rows of %d values of a %s buffer: %v", w, v.t, err))
+		}
+		return rows{c: v, w: w, rb: int(rb)}
+	case nil:
+		return rows{w: w}
+	}
+	panic(fmt.Sprintf("cpu: buffer %T is not a CPU buffer", b))
+}
+
+// values returns the number of values the buffer holds.
+func (r rows) values() int {
+	if r.c != nil {
+		return r.c.n
+	}
+	return len(r.f32)
+}
+
+// prefix returns the first n rows.
+func (r rows) prefix(n int) rows {
+	if r.c != nil {
+		c := *r.c
+		c.n, c.data = n*r.w, c.data[:n*r.rb:n*r.rb]
+		r.c = &c
+		return r
+	}
+	r.f32 = r.f32[: n*r.w : n*r.w]
+	return r
+}
+
+// row returns row s in float32: the buffer's own values, or converted
+// into tmp (w values).
+func (r rows) row(s int, tmp []float32) []float32 {
+	if r.c == nil {
+		return r.f32[s*r.w : (s+1)*r.w]
+	}
+	tmp = tmp[:r.w]
+	convertRow(tmp, r.c.t, r.c.data[s*r.rb:(s+1)*r.rb])
+	return tmp
+}
+
+// tile makes the float32 rows idx[i] addressable as base[offs[i]:][:w]:
+// a float32 buffer's rows where they are, a cache type's converted into
+// tmp (len(idx)·w values), so that the kernels read each row from memory
+// once in its stored width.
+func (r rows) tile(offs, idx []int32, tmp []float32) (base []float32) {
+	if r.c == nil {
+		for i, s := range idx {
+			offs[i] = s * int32(r.w)
+		}
+		return r.f32
+	}
+	for i, s := range idx {
+		offs[i] = int32(i * r.w)
+		convertRow(tmp[i*r.w:(i+1)*r.w], r.c.t, r.c.data[int(s)*r.rb:(int(s)+1)*r.rb])
+	}
+	return tmp
+}
+
+// convertRow writes the values of src (stored as t) to dst in float32,
+// exactly as tensor.Dequantize does, with the vector kernels where the CPU
+// has them.
+func convertRow(dst []float32, t tensor.Type, src []byte) {
+	if convertRowVec(dst, t, src) {
+		return
+	}
+	if err := tensor.Dequantize(t, src, dst); err != nil {
+		panic(fmt.Sprintf("cpu: %v", err))
+	}
+}
+
+// writeCache stores the float32 values src into the cache buffer dst.
+func writeCache(dst *cacheBuf, src []float32) {
+	if err := tensor.Quantize(dst.t, src, dst.data); err != nil {
+		panic(fmt.Sprintf("cpu: %d values into a %s buffer of %d: %v", len(src), dst.t, dst.n, err))
+	}
+}
+
+// readCache converts the cache buffer src to float32 values in dst.
+func readCache(dst []float32, src *cacheBuf) {
+	if err := tensor.Dequantize(src.t, src.data, dst); err != nil {
+		panic(fmt.Sprintf("cpu: a %s buffer of %d values into %d: %v", src.t, src.n, len(dst), err))
+	}
+}
