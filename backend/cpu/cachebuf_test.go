@@ -151,3 +151,19 @@ func TestAllocTypeErrors(t *testing.T) {
 		t.Error("AllocType(40 values of Q8_0): no error")
 	}
 }
+
+// BenchmarkConvertRow converts one GLM-5 latent row (576 values) from each
+// cache type to float32.
+func BenchmarkConvertRow(b *testing.B) {
+	for _, typ := range CacheTypes[1:] {
+		size, _ := typ.RowSize(576)
+		src := make([]byte, size)
+		dst := make([]float32, 576)
+		b.Run(typ.String(), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				convertRow(dst, typ, src)
+			}
+		})
+	}
+}

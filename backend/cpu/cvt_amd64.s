@@ -59,7 +59,7 @@ q8loop:
 	CMPQ         CX, $0
 	JLE          q8done
 	MOVWLZX      (SI), AX
-	MOVQ         AX, X1
+	VMOVQ        AX, X1
 	VCVTPH2PS    X1, X1
 	VBROADCASTSS X1, Y1
 	VPMOVSXBD    2(SI), Y0
