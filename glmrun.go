@@ -24,8 +24,9 @@ type Options struct {
 	// backend's default (on the CPU, the number of physical cores).
 	Threads int
 	// ContextSize is the default number of positions of a Session's KV
-	// cache, which NewSession allocates in full; 0 means the smaller of
-	// the model's training context and DefaultContextSize.
+	// cache, which NewSession allocates in full; 0 means FitContext's:
+	// the model's training context, lowered to what fits in the memory
+	// available.
 	ContextSize int
 	// CacheType is the element type of the KV cache, by llama.cpp's
 	// --cache-type-k names: "f16" (the default, as llama.cpp's), "bf16",
@@ -73,8 +74,8 @@ type Options struct {
 	Progress func(done, total int64)
 }
 
-// DefaultContextSize caps the context size a Session gets by default (see
-// Options.ContextSize).
+// DefaultContextSize is the default context size where the memory
+// available cannot be told (see Model.FitContext).
 const DefaultContextSize = model.DefaultContextSize
 
 // ErrContextFull is wrapped by the errors for a sequence that does not fit
@@ -284,6 +285,14 @@ func (m *Model) Path() string { return m.path }
 // CacheType returns the element type of its Sessions' KV caches
 // (Options.CacheType).
 func (m *Model) CacheType() tensor.Type { return m.cache }
+
+// FitContext returns the context size a Session gets by default: the
+// model's training context (context_length), lowered when its KV cache (of
+// Options.CacheType) does not fit in three quarters of the memory
+// available, with a note saying so (empty when it was not lowered).
+func (m *Model) FitContext() (n int, note string) {
+	return m.m.FitContext(m.cache, m.opts.SpecDraft > 0, 1)
+}
 
 // DefaultCacheType is the KV cache type of Options.CacheType "": f16, as
 // llama.cpp's.

@@ -19,8 +19,8 @@ const prefillBatch = 256
 type SessionOptions struct {
 	// ContextSize is the number of positions of the KV cache, allocated
 	// in full by NewSession; 0 means the Model's Options.ContextSize, and
-	// if that is 0 too, the smaller of the model's training context and
-	// DefaultContextSize.
+	// if that is 0 too, FitContext's: the model's training context,
+	// lowered to what fits in the memory available.
 	ContextSize int
 }
 
@@ -58,6 +58,9 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	}
 	if n == 0 {
 		n = m.opts.ContextSize
+	}
+	if n == 0 {
+		n, _ = m.FitContext()
 	}
 	if err := m.acquire(); err != nil {
 		return nil, err

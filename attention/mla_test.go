@@ -381,3 +381,71 @@ func TestBudget(t *testing.T) {
 		t.Errorf("%d bytes in use after the refused cache", dev.Used())
 	}
 }
+
+// TestLongContextCache: a 100k-token KV cache of the GLM-5-shaped model
+// glmrun synth --arch glm-dsa writes (GLM-5's 512-wide latent, 64-wide
+// rope key and 128-wide indexer keys; 4 layers) is allocated in full, at
+// the bytes its type gives per position, in f16 and in q8_0.
+func TestLongContextCache(t *testing.T) {
+	const layers, size, rank, rope, index = 4, 102400, 512, 64, 128
+	for _, tc := range []struct {
+		typ      tensor.Type
+		perToken int64 // per layer: latent row and indexer key
+	}{
+		{tensor.F16, 2*(rank+rope) + 2*index},
+		{tensor.Q8_0, (rank+rope)/32*34 + index/32*34},
+	} {
+		dev := cpu.NewDevice(0, 1, 0)
+		c, err := NewLatentCache(dev, layers, size, rank, rope, []int{index, index, index, index}, tc.typ)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.typ, err)
+		}
+		want := int64(layers) * tc.perToken * size
+		if c.BytesPerToken() != layers*tc.perToken || c.Bytes() != want || dev.Used() != want {
+			t.Errorf("%s: %d bytes per token, %d in all, %d allocated; want %d per token, %d", tc.typ,
+				c.BytesPerToken(), c.Bytes(), dev.Used(), layers*tc.perToken, want)
+		}
+		t.Logf("%s: %d positions, %.0f MiB", tc.typ, size, float64(c.Bytes())/(1<<20))
+		c.Free()
+		if dev.Used() != 0 {
+			t.Errorf("%s: %d bytes in use after Free", tc.typ, dev.Used())
+		}
+	}
+}
+
+// TestCacheExportImport: rows exported from a cache of each type and
+// imported into another of the same shape export again unchanged (the
+// float32 values of a stored row convert back to the same row), which is
+// what the server's prefix cache relies on.
+func TestCacheExportImport(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, typ := range []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0} {
+		dev := cpu.NewDevice(0, 1, 0)
+		a, err := NewLatentCache(dev, 2, 8, 64, 32, []int{0, 64}, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewLatentCache(dev, 2, 8, 64, 32, []int{0, 64}, typ)
+		vals := randVec(r, 5*a.PositionValues(), 0, 1)
+		if err := a.Import(vals, 1, 5); err != nil {
+			t.Fatal(err)
+		}
+		first := make([]float32, len(vals))
+		if err := a.Export(first, 1, 5); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Import(first, 2, 5); err != nil {
+			t.Fatal(err)
+		}
+		again := make([]float32, len(vals))
+		if err := b.Export(again, 2, 5); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(first, again) {
+			t.Errorf("%s: rows change on a second export and import", typ)
+		}
+		if typ != tensor.F32 && slices.Equal(first, vals) {
+			t.Errorf("%s: stored values equal the float32 ones", typ)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // used returns the bytes in use on all of m's devices.
@@ -164,4 +166,54 @@ func TestMaxContext(t *testing.T) {
 		t.Fatalf("the training context itself: %v", err)
 	}
 	s.Close()
+}
+
+// TestFitContext: a session asking for the default context gets the
+// training context when its cache fits, and otherwise, with a note naming
+// both sizes, the largest multiple of 256 positions whose cache fits in
+// three quarters of the memory left (a device budget here), which then
+// allocates.
+func TestFitContext(t *testing.T) {
+	probe, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := used(probe)
+	per := probe.CacheBytesPerToken(tensor.F16, false)
+	train := probe.Config().ContextLength
+	probe.Close()
+	for _, tc := range []struct {
+		name   string
+		budget int64 // bytes beyond the weights
+		want   int
+	}{
+		{"roomy", 2 * per * int64(train), train},
+		{"tight", 1000 * per, 512}, // 750 positions fit: 512
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load(modelPath(t, "glm5-mini.Q8_0"), Options{DeviceMemory: weights + tc.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			n, note := m.FitContext(tensor.F16, false, 1)
+			if n != tc.want || (n < train) != (note != "") {
+				t.Fatalf("FitContext = %d, %q; want %d (training context %d)", n, note, tc.want, train)
+			}
+			if note != "" && !strings.Contains(note, fmt.Sprint(train)) {
+				t.Errorf("note %q does not name the training context", note)
+			}
+			s, err := m.NewSession(SessionOptions{CacheType: tensor.F16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.ContextSize() != n {
+				t.Errorf("default session: %d positions, want %d", s.ContextSize(), n)
+			}
+			if two, _ := m.FitContext(tensor.F16, false, 2); tc.want < train && two >= n {
+				t.Errorf("two sessions fit %d positions each, one %d", two, n)
+			}
+		})
+	}
 }

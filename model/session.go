@@ -6,21 +6,25 @@ import (
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/internal/meminfo"
 	"github.com/glmrun/glmrun/tensor"
 )
 
-// DefaultContextSize is the most positions a Session gets when its
-// options ask for the default: the model's training context
-// (context_length) can be far larger than memory allows, and the cache is
-// allocated in full when the session starts (llama.cpp's default -c is
-// 4096 too).
+// DefaultContextSize is what FitContext falls back to when it cannot tell
+// how much memory there is (llama.cpp's default -c is 4096 too).
 const DefaultContextSize = 4096
+
+// cacheShare is the part of the available memory FitContext gives the KV
+// caches: the rest is for the weights' pages, the buffers of a step and
+// everything else on the machine.
+const cacheShare = 0.75
 
 // SessionOptions configures a Session.
 type SessionOptions struct {
 	// ContextSize is the number of positions of the session's KV cache,
-	// which is allocated in full by NewSession; 0 means the smaller of the
-	// model's training context (context_length) and DefaultContextSize.
+	// which is allocated in full by NewSession; 0 means FitContext's: the
+	// model's training context (context_length), lowered to what fits in
+	// the memory available.
 	ContextSize int
 	Hook        Hook   // optional activation hook
 	IDHook      IDHook // optional decision hook
@@ -112,7 +116,7 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, fmt.Errorf("model: negative context size %d", opts.ContextSize)
 	}
 	if opts.ContextSize == 0 {
-		opts.ContextSize = min(m.cfg.ContextLength, DefaultContextSize)
+		opts.ContextSize, _ = m.FitContext(opts.CacheType, opts.MTP, 1)
 	}
 	if err := m.cfg.CheckContext(opts.ContextSize); err != nil {
 		return nil, err
@@ -124,16 +128,7 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 		return nil, errors.New("model: a session with MTP needs a model loaded with Options.MTP")
 	}
 	c := &m.cfg
-	blocks := c.Layers
-	if opts.MTP {
-		blocks++
-	}
-	idx := make([]int, blocks)
-	for l := range idx {
-		if m.w.Layers[l].Attn.Indexer != nil {
-			idx[l] = c.IndexerDim
-		}
-	}
+	blocks, idx := m.cacheLayers(opts.MTP)
 	s := &Session{m: m, opts: opts}
 	for _, sh := range m.shards {
 		dev := sh.dev
@@ -163,6 +158,87 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	s.steps = make([]step, len(s.shards))
 	s.parts = make([]backend.Buffer, len(s.shards))
 	return s, nil
+}
+
+// cacheLayers returns the number of blocks a session's KV cache holds
+// (the trunk, and the MTP block with mtp) and each one's indexer key
+// width (0 without an indexer of its own).
+func (m *Model) cacheLayers(mtp bool) (blocks int, indexDims []int) {
+	blocks = m.cfg.Layers
+	if mtp {
+		blocks++
+	}
+	indexDims = make([]int, blocks)
+	for l := range indexDims {
+		if m.w.Layers[l].Attn.Indexer != nil {
+			indexDims[l] = m.cfg.IndexerDim
+		}
+	}
+	return blocks, indexDims
+}
+
+// CacheBytesPerToken returns the bytes one position of a session's KV
+// cache of type typ takes, all devices together (under tensor parallelism
+// each holds a whole copy); mtp counts the MTP block's latents too.
+func (m *Model) CacheBytesPerToken(typ tensor.Type, mtp bool) int64 {
+	_, idx := m.cacheLayers(mtp)
+	return int64(len(m.devs)) * attention.CacheBytesPerToken(typ, m.cfg.KVLoraRank, m.cfg.DRope, idx)
+}
+
+// FitContext returns the context size of sessions (KV caches of type typ,
+// with the MTP block's latents when mtp) that ask for none: the model's
+// training context (context_length), lowered, when sessions such caches
+// do not fit in three quarters of the memory available, to the largest
+// multiple of 256 positions that does, with a note saying so (empty when
+// the training context fits). The memory is the devices' budget left when
+// they have one, else the host's available memory (Linux MemAvailable);
+// where neither is known it is DefaultContextSize at most.
+func (m *Model) FitContext(typ tensor.Type, mtp bool, sessions int) (n int, note string) {
+	train := m.cfg.ContextLength
+	if train <= 0 {
+		train = DefaultContextSize
+	}
+	sessions = max(sessions, 1)
+	per := m.CacheBytesPerToken(typ, mtp)
+	if per <= 0 { // rows that are not whole blocks of typ: NewLatentCache says so
+		return min(train, DefaultContextSize), ""
+	}
+	var avail int64
+	where := "available"
+	for _, d := range m.devs {
+		if b := d.Budget(); b > 0 {
+			if left := b - d.Used(); avail == 0 || left*int64(len(m.devs)) < avail {
+				avail, where = left*int64(len(m.devs)), "left in the devices' budgets"
+			}
+		}
+	}
+	if avail == 0 {
+		host, ok := meminfo.Available()
+		if !ok {
+			return min(train, DefaultContextSize), ""
+		}
+		avail = host
+	}
+	fit := int64(float64(avail)*cacheShare) / (per * int64(sessions))
+	if fit >= int64(train) {
+		return train, ""
+	}
+	n = max(int(fit)/256*256, min(train, 256))
+	return n, fmt.Sprintf("context lowered from the training context of %d to %d tokens: %d %s KV cache(s) of %s per token fit in 3/4 of the %.1f GiB of memory %s (-c sets it)",
+		train, n, sessions, attention.CacheTypeName(typ), byteSize(per), float64(avail)/(1<<30), where)
+}
+
+// byteSize formats a byte count for a message ("1.5 KiB").
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func (ss *sessionShard) bufs() []*backend.Scratch {

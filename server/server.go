@@ -21,7 +21,7 @@ import (
 // Defaults of Config's zero fields.
 const (
 	DefaultParallel     = 4
-	DefaultContextSize  = model.DefaultContextSize
+	DefaultContextSize  = model.DefaultContextSize // where the memory available is unknown
 	DefaultQueueSize    = 64
 	DefaultMaxBodyBytes = 16 << 20
 )
@@ -48,9 +48,11 @@ type Config struct {
 	// its own KV cache slot; 0 means DefaultParallel.
 	Parallel int
 	// ContextSize is each sequence's number of positions (prompt and
-	// reply); 0 means the smaller of the model's training context and
-	// DefaultContextSize. Each of the Parallel slots allocates its KV
-	// cache for this many positions once, the first when New runs.
+	// reply); 0 means the model's training context, lowered so that
+	// Parallel KV caches fit in three quarters of the memory available
+	// (model.Model.FitContext; ContextNote says when). Each of the
+	// Parallel slots allocates its KV cache for this many positions once,
+	// the first when New runs.
 	ContextSize int
 	// QueueSize is the number of requests that may wait for a slot; more
 	// get 503. 0 means DefaultQueueSize.
@@ -108,6 +110,7 @@ type Server struct {
 	ctxSize int
 	// slotBytes is the device memory of one slot's KV cache.
 	slotBytes int64
+	ctxNote   string         // why the default context is below the training context
 	markers   map[int32]byte // chat requests' markup control tokens; nil with Config.Special
 
 	// script, when set (tests only), gives the tokens a request emits
@@ -144,11 +147,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	mc := engine.Config()
+	var ctxNote string
 	if cfg.ContextSize == 0 {
-		cfg.ContextSize = min(mc.ContextLength, DefaultContextSize)
-		if cfg.ContextSize <= 0 {
-			cfg.ContextSize = DefaultContextSize
-		}
+		cfg.ContextSize, ctxNote = engine.FitContext(cfg.Model.CacheType(), cfg.SpecDraft > 0, cfg.Parallel)
 	}
 	if cfg.ContextSize < 2 {
 		return nil, fmt.Errorf("server: context size %d is too small", cfg.ContextSize)
@@ -175,7 +176,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: KV cache of %d positions: %w", cfg.ContextSize, err)
 	}
-	s := &Server{cfg: cfg, tok: tok, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize, slotBytes: probe.CacheBytes()}
+	s := &Server{cfg: cfg, tok: tok, metrics: newMetrics(), created: time.Now().Unix(), ctxSize: cfg.ContextSize, slotBytes: probe.CacheBytes(),
+		ctxNote: ctxNote}
 	if !cfg.Special {
 		s.markers = markupMarkers(tok)
 	}
@@ -217,6 +219,11 @@ func New(cfg Config) (*Server, error) {
 	go s.sched.run()
 	return s, nil
 }
+
+// ContextNote says why the context size is below the model's training
+// context when Config.ContextSize asked for the default and the slots'
+// caches did not fit (empty otherwise).
+func (s *Server) ContextNote() string { return s.ctxNote }
 
 // SlotCacheBytes returns the device memory one slot's KV cache takes
 // (Config.Parallel slots are allocated as requests need them).

@@ -73,7 +73,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.model, "model", "", "same as -m `FILE.gguf`")
 	fs.IntVar(&g.threads, "t", 0, "worker `threads` per device (0: the physical cores; more than the CPUs is warned about)")
 	fs.IntVar(&g.threads, "threads", 0, "same as -t `N`")
-	fs.IntVar(&g.ctxSize, "c", 0, fmt.Sprintf("context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", glmrun.DefaultContextSize))
+	fs.IntVar(&g.ctxSize, "c", 0, "context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, lowered to what fits in 3/4 of the memory available; more than the training context only as far as the model's RoPE scaling extends it)")
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
 	g.cache.register(fs)
 	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
@@ -318,6 +318,11 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 	if err != nil {
 		m.Close()
 		return nil, nil, err
+	}
+	if g.ctxSize == 0 {
+		if _, note := m.FitContext(); note != "" {
+			fmt.Fprintf(stderr, "glmrun: %s\n", note)
+		}
 	}
 	n, b := s.ContextSize(), s.CacheBytes()
 	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, %s)\n", humanBytes(b), n, humanBytes(b/int64(n)),

@@ -46,7 +46,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&port, "port", 8080, "TCP `port` to listen on (0: any free port)")
 	fs.IntVar(&parallel, "parallel", server.DefaultParallel, "sequences that decode together, each with its own KV cache slot (`N`)")
 	fs.IntVar(&parallel, "np", server.DefaultParallel, "same as --parallel `N`")
-	fs.IntVar(&ctxSize, "ctx-size", 0, fmt.Sprintf("context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, at most %d; more than the training context only as far as the model's RoPE scaling extends it)", server.DefaultContextSize))
+	fs.IntVar(&ctxSize, "ctx-size", 0, "context `tokens` per sequence, prompt and reply: each slot's KV cache is allocated for this many once (0: the model's training context, lowered so that --parallel caches fit in 3/4 of the memory available; more than the training context only as far as the model's RoPE scaling extends it)")
 	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
 	var cache cacheFlags
 	cache.register(fs)
@@ -147,6 +147,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens, KV cache %s per slot (%s)\n",
 		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize(),
 		humanBytes(srv.SlotCacheBytes()), attention.CacheTypeName(m.CacheType()))
+	if note := srv.ContextNote(); note != "" {
+		fmt.Fprintf(stderr, "glmrun serve: %s\n", note)
+	}
 	fmt.Fprintf(stderr, "glmrun serve: listening on http://%s (OpenAI API at http://%s/v1)\n", addr, addr)
 	if apiKey == "" && !isLoopback(host) {
 		fmt.Fprintf(stderr, "glmrun serve: warning: listening on %s without --api-key\n", host)
