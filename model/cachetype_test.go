@@ -1,10 +1,6 @@
 package model
 
 import (
-	"compress/gzip"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,22 +12,13 @@ import (
 // "runtime"), such as "glm5-mini.F32.P2.kv_f16": F16 KV cache against F32.
 func llamaCppDistance(t *testing.T, key string) float64 {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "refs", "tolerances.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tol struct {
 		Runtime map[string]struct {
 			MaxAbsLogit float64 `json:"max_abs_logit"`
 		} `json:"runtime"`
 	}
-	if err := json.NewDecoder(zr).Decode(&tol); err != nil {
-		t.Fatal(err)
+	if !readRefJSON(t, "tolerances", &tol) {
+		t.Fatal("no testdata/refs/tolerances.json.gz")
 	}
 	r, ok := tol.Runtime[key]
 	if !ok {

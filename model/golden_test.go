@@ -34,9 +34,17 @@ type refRun struct {
 // readRef decodes testdata/refs/<name>.json.gz; ok is false if absent.
 func readRef(t *testing.T, name string) (r *refRun, ok bool) {
 	t.Helper()
+	r = new(refRun)
+	return r, readRefJSON(t, name, r)
+}
+
+// readRefJSON decodes testdata/refs/<name>.json.gz into v; it returns
+// false if the file is absent.
+func readRefJSON(t *testing.T, name string, v any) bool {
+	t.Helper()
 	f, err := os.Open(filepath.Join("..", "testdata", "refs", name+".json.gz"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false
+		return false
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +54,10 @@ func readRef(t *testing.T, name string) (r *refRun, ok bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = new(refRun)
-	if err := json.NewDecoder(zr).Decode(r); err != nil {
+	if err := json.NewDecoder(zr).Decode(v); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	return r, true
+	return true
 }
 
 // goldenModels are the models with f32-activation refs.

@@ -246,16 +246,7 @@ func attendHeads(o, q []float32, lat rows, kr, dr int, keys []int32, n, nh int, 
 				}
 			}
 			mg, lg := m[g:g+4], l[g:g+4]
-			for j := range 4 {
-				if tileMax[j] > mg[j] {
-					if lg[j] > 0 {
-						f := expNeg(mg[j] - tileMax[j])
-						Scale(og[j*kr:(j+1)*kr], f)
-						lg[j] *= f
-					}
-					mg[j] = tileMax[j]
-				}
-			}
+			raiseMax4(og, kr, mg, lg, tileMax[:])
 			// The weights e replace the scores; the tile's weighted sum runs
 			// in one pass (axpyKeys4: the same fused multiply-adds per
 			// element, key after key, as an axpy4 per key).

@@ -156,16 +156,7 @@ func attend4(o, q []float32, lat rows, kr, dr, n0 int, tau float32, sc *[keyTile
 				tileMax[j] = max(tileMax[j], v[j])
 			}
 		}
-		for j := range 4 {
-			if tileMax[j] > m[j] {
-				if l[j] > 0 {
-					f := expNeg(m[j] - tileMax[j])
-					Scale(o[j*kr:(j+1)*kr], f)
-					l[j] *= f
-				}
-				m[j] = tileMax[j]
-			}
-		}
+		raiseMax4(o, kr, m[:], l[:], tileMax[:])
 		for i := range nk {
 			var e [4]float32
 			for j := range 4 {
@@ -179,6 +170,23 @@ func attend4(o, q []float32, lat rows, kr, dr, n0 int, tau float32, sc *[keyTile
 	}
 	for j := range 4 {
 		Scale(o[j*kr:(j+1)*kr], 1/l[j])
+	}
+}
+
+// raiseMax4 is the online softmax's step to a new tile for four queries:
+// where query j's tile maximum tileMax[j] exceeds its running maximum
+// m[j], its sum l[j] and output row j of o (kr apart) are scaled down to
+// the new maximum, which m[j] becomes.
+func raiseMax4(o []float32, kr int, m, l, tileMax []float32) {
+	for j := range 4 {
+		if tileMax[j] > m[j] {
+			if l[j] > 0 {
+				f := expNeg(m[j] - tileMax[j])
+				Scale(o[j*kr:(j+1)*kr], f)
+				l[j] *= f
+			}
+			m[j] = tileMax[j]
+		}
 	}
 }
 
