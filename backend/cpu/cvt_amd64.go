@@ -2,7 +2,11 @@
 
 package cpu
 
-import "github.com/glmrun/glmrun/tensor"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/glmrun/glmrun/tensor"
+)
 
 //go:noescape
 func cvtF16AVX2(dst *float32, src *byte, n int)
@@ -13,12 +17,15 @@ func cvtBF16AVX2(dst *float32, src *byte, n int)
 //go:noescape
 func cvtQ80AVX2(dst *float32, src *byte, blocks int)
 
+// useF16C gates the conversion kernels, which need F16C besides AVX2.
+var useF16C = useAVX2 && cpu.X86.HasF16C
+
 // convertRowVec converts src (stored as t) to float32 in dst with the AVX2
-// kernels and reports whether it did: not without AVX2, for other types,
-// or for a length that is not a multiple of 8 (16-bit types) or 32.
+// kernels and reports whether it did: not without AVX2 and F16C, for other
+// types, or for a length that is not a multiple of 8 (16-bit types) or 32.
 func convertRowVec(dst []float32, t tensor.Type, src []byte) bool {
 	n := len(dst)
-	if !useAVX2 || n == 0 {
+	if !useF16C || n == 0 {
 		return false
 	}
 	switch t {
