@@ -387,6 +387,9 @@ func TestBudget(t *testing.T) {
 // rope key and 128-wide indexer keys; 4 layers) is allocated in full, at
 // the bytes its type gives per position, in f16 and in q8_0.
 func TestLongContextCache(t *testing.T) {
+	if raceEnabled {
+		t.Skip("no concurrency here, and 850 MB of instrumented writes")
+	}
 	const layers, size, rank, rope, index = 4, 102400, 512, 64, 128
 	for _, tc := range []struct {
 		typ      tensor.Type

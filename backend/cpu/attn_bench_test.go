@@ -66,6 +66,9 @@ func BenchmarkIndexerTopK(b *testing.B) {
 // TestSparseDecodeAllocs: a decode step's DSA selection and sparse
 // attention on the fast device allocate nothing once warm.
 func TestSparseDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	p := backend.MLAParams{Heads: 8, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.1, TopK: 16}
 	r := rand.New(rand.NewPCG(9, 9))
 	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
