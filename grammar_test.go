@@ -14,6 +14,9 @@ import (
 // sentences, or a prefix of one when the length limit cuts it, and the
 // generation ends with StopGrammar once it is complete.
 func TestGenerateGrammar(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine, and minutes under the race detector")
+	}
 	m := testModel(t, mini)
 	for _, tc := range []struct {
 		name, src string

@@ -53,6 +53,9 @@ func generateAll(t *testing.T, m *Model, prompt string, ctxSize int, opts Genera
 // one and two devices, for several draft lengths and for each way a
 // generation ends: length, stop string, context full.
 func TestSpecGreedyEqualsPlain(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine, and minutes under the race detector")
+	}
 	prompt := "[gMASK]<sop><|user|>What is 742 + 666?<|assistant|><think>"
 	cases := []struct {
 		name    string
