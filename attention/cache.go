@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/glmrun/glmrun/backend"
@@ -46,15 +47,21 @@ type LatentCache struct {
 // zeroChunk is the most values NewLatentCache zeroes with one Write.
 const zeroChunk = 1 << 16
 
-// CacheTypes are the element types a LatentCache may store, by
-// llama.cpp's --cache-type-k names.
-var CacheTypes = map[string]tensor.Type{"f32": tensor.F32, "f16": tensor.F16, "bf16": tensor.BF16, "q8_0": tensor.Q8_0}
+// cacheTypes are the element types a LatentCache may store (see
+// CacheTypes).
+var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
+
+// CacheTypes returns the element types a LatentCache may store: f32, f16,
+// bf16 and q8_0, by llama.cpp's --cache-type-k names.
+func CacheTypes() []tensor.Type { return slices.Clone(cacheTypes[:]) }
 
 // ParseCacheType returns the cache type named name (llama.cpp's
 // --cache-type-k names: f32, f16, bf16, q8_0).
 func ParseCacheType(name string) (tensor.Type, error) {
-	if t, ok := CacheTypes[strings.ToLower(name)]; ok {
-		return t, nil
+	for _, t := range cacheTypes {
+		if strings.EqualFold(name, CacheTypeName(t)) {
+			return t, nil
+		}
 	}
 	return 0, fmt.Errorf("unknown KV cache type %q (f32, f16, bf16 or q8_0)", name)
 }
@@ -63,7 +70,7 @@ func ParseCacheType(name string) (tensor.Type, error) {
 func CacheTypeName(t tensor.Type) string { return strings.ToLower(t.String()) }
 
 // NewLatentCache returns an empty cache on dev for layers layers of size
-// positions, its rows stored as typ (one of CacheTypes), allocating all
+// positions, its rows stored as typ (one of CacheTypes()), allocating all
 // of its device memory. indexDims[l] is the indexer key width of layer l
 // (0 for a layer without indexer); indexDims may be nil. A row width that
 // is not whole blocks of typ is an error naming both; an allocation error
@@ -77,7 +84,7 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
 	known := false
-	for _, t := range CacheTypes {
+	for _, t := range cacheTypes {
 		known = known || t == typ
 	}
 	if !known {

@@ -64,30 +64,40 @@ func BenchmarkIndexerTopK(b *testing.B) {
 }
 
 // TestSparseDecodeAllocs: a decode step's DSA selection and sparse
-// attention on the fast device allocate nothing once warm.
+// attention on the fast device allocate nothing once warm, over a float32
+// cache and over each cache type.
 func TestSparseDecodeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	p := backend.MLAParams{Heads: 8, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.1, TopK: 16}
+	p := backend.MLAParams{Heads: 8, DNope: 32, DRope: 32, DV: 32, KVRank: 64, Tau: 0.1, TopK: 16}
 	r := rand.New(rand.NewPCG(9, 9))
 	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
 	vb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.DV*p.KVRank), p.Heads*p.DV, p.KVRank)
 	const depth, ih, id = 100, 4, 64
-	d := NewFastDevice(0, 2, 0)
-	kbW, _ := d.Upload(kb)
-	vbW, _ := d.Upload(vb)
-	// Device values as the engine holds them: interfaces made once.
-	var lat, keys, iq, iw, q, kqv backend.Buffer = buf(randVec(r, depth*(p.KVRank+p.DRope))), buf(randVec(r, depth*id)),
-		buf(randVec(r, ih*id)), buf(randVec(r, ih)), buf(randVec(r, p.Heads*(p.DNope+p.DRope))), make(buf, p.Heads*p.DV)
-	var sel backend.IDs = make(ids, p.TopK)
-	step := func() {
-		d.IndexerTopK(sel, iq, iw, keys, 1, depth-1, backend.IndexerParams{Heads: ih, Dim: id, TopK: p.TopK})
-		d.AttentionDecode(kqv, q, lat, kbW, vbW, sel, 1, depth-1, p)
-	}
-	step()
-	if n := testing.AllocsPerRun(20, step); n != 0 {
-		t.Errorf("sparse decode step: %v allocations, want 0", n)
+	for _, typ := range cacheTypes {
+		d := NewFastDevice(0, 2, 0)
+		kbW, _ := d.Upload(kb)
+		vbW, _ := d.Upload(vb)
+		// Device values as the engine holds them: interfaces made once.
+		lat, err := d.AllocType(depth*(p.KVRank+p.DRope), typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _ := d.AllocType(depth*id, typ)
+		d.Write(lat, randVec(r, lat.Len()))
+		d.Write(keys, randVec(r, keys.Len()))
+		var iq, iw, q, kqv backend.Buffer = buf(randVec(r, ih*id)), buf(randVec(r, ih)),
+			buf(randVec(r, p.Heads*(p.DNope+p.DRope))), make(buf, p.Heads*p.DV)
+		var sel backend.IDs = make(ids, p.TopK)
+		step := func() {
+			d.IndexerTopK(sel, iq, iw, keys, 1, depth-1, backend.IndexerParams{Heads: ih, Dim: id, TopK: p.TopK})
+			d.AttentionDecode(kqv, q, lat, kbW, vbW, sel, 1, depth-1, p)
+		}
+		step()
+		if n := testing.AllocsPerRun(20, step); n != 0 {
+			t.Errorf("%s cache: sparse decode step: %v allocations, want 0", typ, n)
+		}
 	}
 }
 

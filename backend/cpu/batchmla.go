@@ -164,7 +164,7 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int
 	p := a.p
 	H, kr, w := p.Heads, p.KVRank, p.KVRank+p.DRope
 	lat := a.lats[t]
-	if lat.c != nil { // the float32 reference: every row converted first
+	if lat.typed { // the float32 reference: every row converted first
 		ws.tile = grow(ws.tile, lat.values())
 		for k := range lat.values() / w {
 			lat.row(k, ws.tile[k*w:(k+1)*w])

@@ -30,18 +30,18 @@ func (b *cacheBuf) Slice(off, n int) backend.Buffer {
 	return &cacheBuf{t: b.t, n: n, data: b.data[lo:hi:hi]}
 }
 
-// CacheTypes are the element types AllocType takes.
-var CacheTypes = []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
+// cacheTypes are the element types AllocType takes.
+var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
 
 // AllocType returns a new zeroed buffer of n values stored as t, one of
-// CacheTypes (n a whole number of t's blocks).
+// F32, F16, BF16 or Q8_0 (n a whole number of t's blocks).
 func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
 	switch t {
 	case tensor.F32:
 		return d.Alloc(n)
 	case tensor.F16, tensor.BF16, tensor.Q8_0:
 	default:
-		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, CacheTypes)
+		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, cacheTypes)
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
@@ -65,12 +65,16 @@ func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
 }
 
 // rows is a latent or indexer-key buffer as the attention reads it: rows
-// of w values, float32 or stored in a cache type.
+// of w values, float32 or stored in a cache type. It is a value, so that
+// taking a prefix allocates nothing.
 type rows struct {
-	f32 []float32
-	c   *cacheBuf // nil for float32
-	w   int
-	rb  int // bytes per row of c
+	f32   []float32 // float32 rows, or nil
+	typed bool      // rows in data, stored as t
+	t     tensor.Type
+	data  []byte
+	n     int // values in data
+	w     int
+	rb    int // bytes per row of data
 }
 
 // rowsOf returns b's rows of w values (b a CPU buffer of either kind).
@@ -83,7 +87,7 @@ func rowsOf(b backend.Buffer, w int) rows {
 		if err != nil {
 			panic(fmt.Sprintf("cpu: rows of %d values of a %s buffer: %v", w, v.t, err))
 		}
-		return rows{c: v, w: w, rb: int(rb)}
+		return rows{typed: true, t: v.t, data: v.data, n: v.n, w: w, rb: int(rb)}
 	case nil:
 		return rows{w: w}
 	}
@@ -92,18 +96,16 @@ func rowsOf(b backend.Buffer, w int) rows {
 
 // values returns the number of values the buffer holds.
 func (r rows) values() int {
-	if r.c != nil {
-		return r.c.n
+	if r.typed {
+		return r.n
 	}
 	return len(r.f32)
 }
 
 // prefix returns the first n rows.
 func (r rows) prefix(n int) rows {
-	if r.c != nil {
-		c := *r.c
-		c.n, c.data = n*r.w, c.data[:n*r.rb:n*r.rb]
-		r.c = &c
+	if r.typed {
+		r.n, r.data = n*r.w, r.data[:n*r.rb:n*r.rb]
 		return r
 	}
 	r.f32 = r.f32[: n*r.w : n*r.w]
@@ -113,11 +115,11 @@ func (r rows) prefix(n int) rows {
 // row returns row s in float32: the buffer's own values, or converted
 // into tmp (w values).
 func (r rows) row(s int, tmp []float32) []float32 {
-	if r.c == nil {
+	if !r.typed {
 		return r.f32[s*r.w : (s+1)*r.w]
 	}
 	tmp = tmp[:r.w]
-	convertRow(tmp, r.c.t, r.c.data[s*r.rb:(s+1)*r.rb])
+	convertRow(tmp, r.t, r.data[s*r.rb:(s+1)*r.rb])
 	return tmp
 }
 
@@ -126,7 +128,7 @@ func (r rows) row(s int, tmp []float32) []float32 {
 // tmp (len(idx)·w values), so that the kernels read each row from memory
 // once in its stored width.
 func (r rows) tile(offs, idx []int32, tmp []float32) (base []float32) {
-	if r.c == nil {
+	if !r.typed {
 		for i, s := range idx {
 			offs[i] = s * int32(r.w)
 		}
@@ -134,7 +136,7 @@ func (r rows) tile(offs, idx []int32, tmp []float32) (base []float32) {
 	}
 	for i, s := range idx {
 		offs[i] = int32(i * r.w)
-		convertRow(tmp[i*r.w:(i+1)*r.w], r.c.t, r.c.data[int(s)*r.rb:(int(s)+1)*r.rb])
+		convertRow(tmp[i*r.w:(i+1)*r.w], r.t, r.data[int(s)*r.rb:(int(s)+1)*r.rb])
 	}
 	return tmp
 }
@@ -159,8 +161,11 @@ func writeCache(dst *cacheBuf, src []float32) {
 }
 
 // readCache converts the cache buffer src to float32 values in dst.
-func readCache(dst []float32, src *cacheBuf) {
-	if err := tensor.Dequantize(src.t, src.data, dst); err != nil {
-		panic(fmt.Sprintf("cpu: a %s buffer of %d values into %d: %v", src.t, src.n, len(dst), err))
+func readCache(dst []float32, src *cacheBuf) { readTyped(dst, src.t, src.data) }
+
+// readTyped converts data, stored as t, to float32 values in dst.
+func readTyped(dst []float32, t tensor.Type, data []byte) {
+	if err := tensor.Dequantize(t, data, dst); err != nil {
+		panic(fmt.Sprintf("cpu: %d bytes of %s into %d values: %v", len(data), t, len(dst), err))
 	}
 }

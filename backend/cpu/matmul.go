@@ -76,7 +76,7 @@ type workerScratch struct {
 // tileRows returns the worker's buffer for a tile of keyTile rows of r
 // converted to float32 (nil for float32 rows, which need none).
 func (ws *workerScratch) tileRows(r rows) []float32 {
-	if r.c == nil {
+	if !r.typed {
 		return nil
 	}
 	ws.tile = grow(ws.tile, keyTile*r.w)

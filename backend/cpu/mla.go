@@ -35,11 +35,11 @@ func (s *scratch) queries(n int) (lats []rows, sels [][]int32, pos []int) {
 // cache type's converted into the scratch (the exact device's reference
 // reads the cache as float32 values).
 func (s *scratch) float32Rows(r rows) []float32 {
-	if r.c == nil {
+	if !r.typed {
 		return r.f32
 	}
 	s.rowsF32 = grow(s.rowsF32, r.values())
-	readCache(s.rowsF32, r.c)
+	readTyped(s.rowsF32, r.t, r.data)
 	return s.rowsF32
 }
 
