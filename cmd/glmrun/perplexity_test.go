@@ -469,8 +469,8 @@ var glmDSAWidths = []string{"--arch", "glm-dsa", "-layers", "2", "-embd", "1024"
 // TestSparseAttentionMatchesLlamaCpp: at GLM-5's attention widths, one
 // 6144-token chunk scores positions 3072-6143, each of which attends to the
 // 2048 keys its indexer picks out of thousands; glmrun's perplexity is
-// llama-perplexity's (testdata/refs/glm-dsa-widths.c6144.llama-perplexity.txt,
-// made by tools/long-context-ref.sh) within the fast path's 1%. Attending
+// llama-perplexity's (testdata/refs/glm-dsa-widths.c-6144-chunks-1.llama-perplexity.txt,
+// made by tools/perplexity-ref.sh) within the fast path's 1%. Attending
 // to every key instead (the same file with top_k 8192) moves it by 2.5%.
 func TestSparseAttentionMatchesLlamaCpp(t *testing.T) {
 	if testing.Short() {
@@ -480,7 +480,7 @@ func TestSparseAttentionMatchesLlamaCpp(t *testing.T) {
 	if code, _, errs := runCLI(t, append([]string{"synth", "-o", path}, glmDSAWidths...)...); code != 0 {
 		t.Fatalf("synth: exit %d: %s", code, errs)
 	}
-	ref, err := os.ReadFile(filepath.Join("..", "..", "testdata", "refs", "glm-dsa-widths.c6144.llama-perplexity.txt"))
+	ref, err := os.ReadFile(filepath.Join("..", "..", "testdata", "refs", "glm-dsa-widths.c-6144-chunks-1.llama-perplexity.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
