@@ -29,10 +29,11 @@ type Options struct {
 	// available.
 	ContextSize int
 	// CacheType is the element type of the KV cache, by llama.cpp's
-	// --cache-type-k names: "f16" (the default, as llama.cpp's), "bf16",
-	// "q8_0" (rows of whole 32-value blocks) or "f32" (the reference
-	// numbers, twice f16's memory). The latent and the DSA indexer keys
-	// are stored in it; attention reads them back exactly.
+	// --cache-type-k names: "f16", "bf16", "q8_0" (rows of whole 32-value
+	// blocks) or "f32" (the reference numbers, twice f16's memory). The
+	// latent and the DSA indexer keys are stored in it; attention reads
+	// them back exactly. "" is f16 (llama.cpp's default) on the CPU and
+	// f32 on CUDA, which stores no other type yet.
 	CacheType string
 	// Backend selects the compute backend: "" or "cpu", or "cuda" (NVIDIA
 	// GPUs through the driver's libcuda.so.1; without one Load fails with
@@ -166,7 +167,7 @@ func Load(path string, opts Options) (*Model, error) {
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("glmrun: negative thread count %d", opts.Threads)
 	}
-	cache, err := cacheType(opts.CacheType)
+	cache, err := cacheType(opts.CacheType, opts.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -294,14 +295,10 @@ func (m *Model) FitContext() (n int, note string) {
 	return m.m.FitContext(m.cache, m.opts.SpecDraft > 0, 1)
 }
 
-// DefaultCacheType is the KV cache type of Options.CacheType "": f16, as
-// llama.cpp's.
-const DefaultCacheType = "f16"
-
-// cacheType parses Options.CacheType.
-func cacheType(name string) (tensor.Type, error) {
+// cacheType parses Options.CacheType for a model on backend.
+func cacheType(name, backend string) (tensor.Type, error) {
 	if name == "" {
-		name = DefaultCacheType
+		return model.DefaultCacheType(backend), nil
 	}
 	t, err := attention.ParseCacheType(name)
 	if err != nil {

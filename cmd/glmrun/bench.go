@@ -152,7 +152,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printWarnings(stderr, "bench", warnings)
-	cacheType, err := cache.parse()
+	cacheType, err := cache.parse(*backendName)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/model"
@@ -31,7 +30,7 @@ const forceUsage = "load a file whose metadata has keys that change the forward 
 
 // cacheTypeUsage is the help of -ctk (--cache-type-k), which every command
 // that runs the model has.
-const cacheTypeUsage = "KV cache `type`, llama.cpp's names: f16 (the default, as llama.cpp's), bf16, q8_0 (half of f16's memory; rows of whole 32-value blocks) or f32 (the reference numbers); the latent and the DSA indexer keys are stored in it"
+const cacheTypeUsage = "KV cache `type`, llama.cpp's names: f16, bf16, q8_0 (half of f16's memory; rows of whole 32-value blocks) or f32 (the reference numbers); the latent and the DSA indexer keys are stored in it (default: f16, as llama.cpp's; f32 with --backend cuda, which stores no other type yet)"
 
 // cacheFlags are -ctk and -ctv. MLA caches one latent that serves as both
 // keys and values, so -ctv is accepted (llama.cpp wants both for MLA
@@ -40,17 +39,21 @@ type cacheFlags struct{ k, v string }
 
 // register defines -ctk, --cache-type-k, -ctv and --cache-type-v on fs.
 func (c *cacheFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.k, "ctk", glmrun.DefaultCacheType, cacheTypeUsage)
-	fs.StringVar(&c.k, "cache-type-k", glmrun.DefaultCacheType, "same as -ctk `TYPE`")
+	fs.StringVar(&c.k, "ctk", "", cacheTypeUsage)
+	fs.StringVar(&c.k, "cache-type-k", "", "same as -ctk `TYPE`")
 	fs.StringVar(&c.v, "ctv", "", "the V cache `type`: MLA's latent is both K and V, so only -ctk's type (llama.cpp's -ctv, accepted for its command lines)")
 	fs.StringVar(&c.v, "cache-type-v", "", "same as -ctv `TYPE`")
 }
 
-// parse checks the values: a usage error naming the flag.
-func (c *cacheFlags) parse() (tensor.Type, error) {
-	t, err := attention.ParseCacheType(c.k)
-	if err != nil {
-		return 0, usageErr("-ctk (--cache-type-k): %v", err)
+// parse checks the values, for a model on backend: a usage error naming
+// the flag. No -ctk is the backend's default (model.DefaultCacheType).
+func (c *cacheFlags) parse(backend string) (tensor.Type, error) {
+	t := model.DefaultCacheType(backend)
+	if c.k != "" {
+		var err error
+		if t, err = attention.ParseCacheType(c.k); err != nil {
+			return 0, usageErr("-ctk (--cache-type-k): %v", err)
+		}
 	}
 	if c.v != "" {
 		v, err := attention.ParseCacheType(c.v)
@@ -58,7 +61,8 @@ func (c *cacheFlags) parse() (tensor.Type, error) {
 			return 0, usageErr("-ctv (--cache-type-v): %v", err)
 		}
 		if v != t {
-			return 0, usageErr("-ctv %s with -ctk %s: the MLA latent is both the keys and the values, so they take one type (give -ctk only)", c.v, c.k)
+			return 0, usageErr("-ctv %s with -ctk %s: the MLA latent is both the keys and the values, so they take one type (give -ctk only)",
+				c.v, attention.CacheTypeName(t))
 		}
 	}
 	return t, nil
@@ -108,7 +112,7 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 	if err := checkDevices("--threads", ff.threads, ff.tp, ff.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if ff.cacheType, err = ff.cache.parse(); err != nil {
+	if ff.cacheType, err = ff.cache.parse(ff.backend); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {
