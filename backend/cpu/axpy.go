@@ -39,9 +39,14 @@ func dot1Generic(q, k []float32, n int) float32 {
 // dot4x4Generic is the twin of dot4x4: out[4h+k] is row h of q (ldq
 // apart) dotted with lat[offs[k]:][:n].
 func dot4x4Generic(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
+	dot4x4By(dot4Generic, out, q, ldq, lat, offs, n)
+}
+
+// dot4x4By is dot4x4 as one dot (dot4 or its twin) per key.
+func dot4x4By(dot func(*[4]float32, []float32, int, []float32, int), out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int32, n int) {
 	var v [4]float32
 	for k, off := range offs {
-		dot4Generic(&v, q, ldq, lat[off:], n)
+		dot(&v, q, ldq, lat[off:], n)
 		for h, x := range v {
 			out[4*h+k] = x
 		}

@@ -136,13 +136,7 @@ func dot4x4(out *[16]float32, q []float32, ldq int, lat []float32, offs *[4]int3
 		dot4x4AVX512(&q[0], ldq, &lat[0], offs, n, out)
 		return
 	}
-	var v [4]float32
-	for k, off := range offs {
-		dot4(&v, q, ldq, lat[off:], n)
-		for h, x := range v {
-			out[4*h+k] = x
-		}
-	}
+	dot4x4By(dot4, out, q, ldq, lat, offs, n)
 }
 
 //go:noescape

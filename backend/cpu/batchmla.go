@@ -164,13 +164,7 @@ func (a *batchAttnTask) attendExact(ws *workerScratch, t, h0, h1 int, keys []int
 	p := a.p
 	H, kr, w := p.Heads, p.KVRank, p.KVRank+p.DRope
 	lat := a.lats[t]
-	if lat.typed { // the float32 reference: every row converted first
-		ws.tile = grow(ws.tile, lat.values())
-		for k := range lat.values() / w {
-			lat.row(k, ws.tile[k*w:(k+1)*w])
-		}
-		lat = rows{f32: ws.tile, w: w}
-	}
+	lat = rows{f32: lat.float32s(&ws.tile), w: w} // the float32 reference: every row converted first
 	ws.scores = grow(ws.scores, nk)
 	for h := h0; h < h1; h++ {
 		q := a.qcat[(t*H+h)*w : (t*H+h+1)*w]

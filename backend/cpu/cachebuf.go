@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/glmrun/glmrun/backend"
-	"github.com/glmrun/glmrun/internal/meminfo"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -50,15 +49,8 @@ func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	if err := d.reserve(size, "buffer"); err != nil {
+	if err := d.reserveBuffer(size); err != nil {
 		return nil, err
-	}
-	if d.budget == 0 && size >= bigAlloc {
-		if avail, ok := meminfo.Available(); ok && size > avail {
-			d.release(size)
-			return nil, fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
-				d.Name(), float64(size)/(1<<30), float64(avail)/(1<<30))
-		}
 	}
 	// Zero bytes are zero values in every type (a Q8_0 block of scale 0).
 	return &cacheBuf{t: t, n: n, data: make([]byte, size)}, nil
@@ -123,6 +115,18 @@ func (r rows) row(s int, tmp []float32) []float32 {
 	return tmp
 }
 
+// float32s returns all of r's values in float32: a float32 buffer's own,
+// a cache type's converted into *buf (grown as needed). The exact
+// device's reference reads a typed cache this way.
+func (r rows) float32s(buf *[]float32) []float32 {
+	if !r.typed {
+		return r.f32
+	}
+	*buf = grow(*buf, r.n)
+	convertRow(*buf, r.t, r.data)
+	return *buf
+}
+
 // tile makes the float32 rows idx[i] addressable as base[offs[i]:][:w]:
 // a float32 buffer's rows where they are, a cache type's converted into
 // tmp (len(idx)·w values), so that the kernels read each row from memory
@@ -149,7 +153,7 @@ func convertRow(dst []float32, t tensor.Type, src []byte) {
 		return
 	}
 	if err := tensor.Dequantize(t, src, dst); err != nil {
-		panic(fmt.Sprintf("cpu: %v", err))
+		panic(fmt.Sprintf("cpu: %d bytes of %s into %d values: %v", len(src), t, len(dst), err))
 	}
 }
 
@@ -157,15 +161,5 @@ func convertRow(dst []float32, t tensor.Type, src []byte) {
 func writeCache(dst *cacheBuf, src []float32) {
 	if err := tensor.Quantize(dst.t, src, dst.data); err != nil {
 		panic(fmt.Sprintf("cpu: %d values into a %s buffer of %d: %v", len(src), dst.t, dst.n, err))
-	}
-}
-
-// readCache converts the cache buffer src to float32 values in dst.
-func readCache(dst []float32, src *cacheBuf) { readTyped(dst, src.t, src.data) }
-
-// readTyped converts data, stored as t, to float32 values in dst.
-func readTyped(dst []float32, t tensor.Type, data []byte) {
-	if err := tensor.Dequantize(t, data, dst); err != nil {
-		panic(fmt.Sprintf("cpu: %d bytes of %s into %d values: %v", len(data), t, len(dst), err))
 	}
 }

@@ -184,17 +184,26 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
 	}
-	if err := d.reserve(4*int64(n), "buffer"); err != nil {
+	if err := d.reserveBuffer(4 * int64(n)); err != nil {
 		return nil, err
 	}
-	if bytes := 4 * int64(n); d.budget == 0 && bytes >= bigAlloc {
+	return make(buf, n), nil
+}
+
+// reserveBuffer accounts a buffer of bytes against the budget and, without
+// one, refuses a big buffer the system's available memory cannot hold.
+func (d *Device) reserveBuffer(bytes int64) error {
+	if err := d.reserve(bytes, "buffer"); err != nil {
+		return err
+	}
+	if d.budget == 0 && bytes >= bigAlloc {
 		if avail, ok := meminfo.Available(); ok && bytes > avail {
 			d.release(bytes)
-			return nil, fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
+			return fmt.Errorf("%s: a buffer of %.1f GiB does not fit: the system has %.1f GiB of memory available",
 				d.Name(), float64(bytes)/(1<<30), float64(avail)/(1<<30))
 		}
 	}
-	return make(buf, n), nil
+	return nil
 }
 
 // AllocIDs returns a new zeroed array of n ids.
@@ -238,7 +247,7 @@ func (d *Device) Read(dst []float32, src backend.Buffer) {
 		panic(fmt.Sprintf("%s: Read of a buffer of %d values into %d", d.Name(), src.Len(), len(dst)))
 	}
 	if c, ok := src.(*cacheBuf); ok {
-		readCache(dst, c)
+		convertRow(dst, c.t, c.data)
 		return
 	}
 	d.cpu.copy(dst, F32(src))

@@ -16,7 +16,7 @@ type scratch struct {
 	slots                        []int
 	local                        []bool
 	rope                         []float32
-	rowsF32                      []float32 // float32Rows' values
+	rowsF32                      []float32 // a typed cache's values for the exact path
 	lats                         []rows    // attendQueries' arguments
 	sels                         [][]int32
 	pos                          []int
@@ -29,18 +29,6 @@ func (s *scratch) queries(n int) (lats []rows, sels [][]int32, pos []int) {
 		s.lats, s.sels, s.pos = make([]rows, n), make([][]int32, n), make([]int, n)
 	}
 	return s.lats[:n], s.sels[:n], s.pos[:n]
-}
-
-// float32Rows returns r's values in float32: a float32 buffer's own, a
-// cache type's converted into the scratch (the exact device's reference
-// reads the cache as float32 values).
-func (s *scratch) float32Rows(r rows) []float32 {
-	if !r.typed {
-		return r.f32
-	}
-	s.rowsF32 = grow(s.rowsF32, r.values())
-	readTyped(s.rowsF32, r.t, r.data)
-	return s.rowsF32
 }
 
 func grow(s []float32, n int) []float32 {
@@ -108,7 +96,7 @@ func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backen
 	dq, w, nKV := dn+dr, kr+dr, pos0+T
 	s := d.getScratch()
 	defer d.putScratch(s)
-	lat := s.float32Rows(lr)
+	lat := lr.float32s(&s.rowsF32)
 
 	// Gather the latents c_s as a contiguous [nKV, kr] matrix.
 	s.lat = grow(s.lat, nKV*kr)
@@ -172,7 +160,7 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 	dq, w := dn+dr, kr+dr
 	s := d.getScratch()
 	defer d.putScratch(s)
-	lat := s.float32Rows(lr)
+	lat := lr.float32s(&s.rowsF32)
 	s.qh = grow(s.qh, T*dn)
 	s.qabs = grow(s.qabs, T*kr)
 	s.oabs = grow(s.oabs, T*kr)
@@ -231,7 +219,7 @@ func (d *Device) IndexerTopK(selB backend.IDs, qB, wB, keysB backend.Buffer, T, 
 	}
 	s := d.getScratch()
 	defer d.putScratch(s)
-	keys := s.float32Rows(kr)
+	keys := kr.float32s(&s.rowsF32)
 	s.scores = grow(s.scores, pos0+T)
 	for t := 0; t < T; t++ {
 		row := sel[t*K : (t+1)*K]
