@@ -59,9 +59,6 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if n == 0 {
 		n = m.opts.ContextSize
 	}
-	if n == 0 {
-		n, _ = m.FitContext()
-	}
 	if err := m.acquire(); err != nil {
 		return nil, err
 	}

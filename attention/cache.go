@@ -83,11 +83,7 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	if indexDims != nil && len(indexDims) != layers {
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
-	known := false
-	for _, t := range cacheTypes {
-		known = known || t == typ
-	}
-	if !known {
+	if !slices.Contains(cacheTypes[:], typ) {
 		return nil, fmt.Errorf("attention: %s is not a KV cache type (f32, f16, bf16 or q8_0)", typ)
 	}
 	widest := kvRank + dRope

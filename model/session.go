@@ -7,6 +7,7 @@ import (
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/internal/meminfo"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -214,21 +215,24 @@ func (m *Model) FitContext(typ tensor.Type, mtp bool, sessions int) (n int, note
 	if per <= 0 { // rows that are not whole blocks of typ: NewLatentCache says so
 		return min(train, DefaultContextSize), ""
 	}
-	var avail int64
-	where := "available"
+	// Every device holds a whole cache: the one with the least left bounds
+	// them all.
+	avail, where, budgeted := int64(0), "left in the devices' budgets", false
 	for _, d := range m.devs {
 		if b := d.Budget(); b > 0 {
-			if left := b - d.Used(); avail == 0 || left*int64(len(m.devs)) < avail {
-				avail, where = left*int64(len(m.devs)), "left in the devices' budgets"
+			if left := b - d.Used(); !budgeted || left < avail {
+				avail, budgeted = left, true
 			}
 		}
 	}
-	if avail == 0 {
+	if budgeted {
+		avail *= int64(len(m.devs))
+	} else {
 		host, ok := meminfo.Available()
 		if !ok {
 			return min(train, DefaultContextSize), ""
 		}
-		avail = host
+		avail, where = host, "available"
 	}
 	fit := int64(float64(avail)*cacheShare) / (per * int64(sessions))
 	if fit >= int64(train) {
@@ -236,20 +240,7 @@ func (m *Model) FitContext(typ tensor.Type, mtp bool, sessions int) (n int, note
 	}
 	n = max(int(fit)/256*256, min(train, 256))
 	return n, fmt.Sprintf("context lowered from the training context of %d to %d tokens: %d %s KV cache(s) of %s per token fit in 3/4 of the %.1f GiB of memory %s (-c sets it)",
-		train, n, sessions, attention.CacheTypeName(typ), byteSize(per), float64(avail)/(1<<30), where)
-}
-
-// byteSize formats a byte count for a message ("1.5 KiB").
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
+		train, n, sessions, attention.CacheTypeName(typ), units.Bytes(per), float64(avail)/(1<<30), where)
 }
 
 func (ss *sessionShard) bufs() []*backend.Scratch {

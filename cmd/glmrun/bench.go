@@ -21,6 +21,7 @@ import (
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend/cpu"
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model"
 )
 
@@ -382,7 +383,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	last := results[len(results)-1]
 	fmt.Fprintf(stdout, "peak RSS %.2f GiB, KV cache %s (%s), load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
-		float64(last.PeakRSSBytes)/(1<<30), humanBytes(res.CacheBytes), res.TypeK, res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
+		float64(last.PeakRSSBytes)/(1<<30), units.Bytes(res.CacheBytes), res.TypeK, res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glmrun/glmrun/convert"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -67,7 +68,7 @@ func runConvert(args []string, stdout, stderr io.Writer) error {
 		opts.Progress = func(done, total int64) {
 			if now := time.Now(); now.Sub(last) >= 200*time.Millisecond || done == total {
 				last = now
-				fmt.Fprintf(stderr, "\rconvert: %3d%% of %s", 100*done/max(total, 1), humanBytes(total))
+				fmt.Fprintf(stderr, "\rconvert: %3d%% of %s", 100*done/max(total, 1), units.Bytes(total))
 			}
 		}
 	}
@@ -99,7 +100,7 @@ func writeConvertReport(w io.Writer, r *convert.Result, took time.Duration) {
 		mtp = fmt.Sprintf(" (%d NextN)", r.NextN)
 	}
 	fmt.Fprintf(w, "%s: %s %q from %s, %d blocks%s, %s weights\n", r.Path, r.Arch, r.Name, r.HFArch, r.Blocks, mtp, r.OutType)
-	fmt.Fprintf(w, "  %d tensors (%s), %.4g M parameters, %s\n", r.Tensors, strings.Join(counts, ", "), float64(r.Params)/1e6, humanBytes(r.FileBytes))
+	fmt.Fprintf(w, "  %d tensors (%s), %.4g M parameters, %s\n", r.Tensors, strings.Join(counts, ", "), float64(r.Params)/1e6, units.Bytes(r.FileBytes))
 	secs := took.Seconds()
 	fmt.Fprintf(w, "  %.1fs, %.0f MB/s of tensor data\n", secs, float64(r.DataBytes)/1e6/max(secs, 1e-9))
 }

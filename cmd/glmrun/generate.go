@@ -18,6 +18,7 @@ import (
 
 	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/attention"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model/grammar"
 )
 
@@ -325,7 +326,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		}
 	}
 	n, b := s.ContextSize(), s.CacheBytes()
-	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, %s)\n", humanBytes(b), n, humanBytes(b/int64(n)),
+	fmt.Fprintf(stderr, "glmrun: KV cache = %s for %d tokens (%s per token, %s)\n", units.Bytes(b), n, units.Bytes(b/int64(n)),
 		attention.CacheTypeName(m.CacheType()))
 	return m, s, nil
 }

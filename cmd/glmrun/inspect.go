@@ -13,6 +13,7 @@ import (
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -605,13 +606,13 @@ func cacheLine(kv kvReader, arch string, kvRank int64, typ tensor.Type, derived 
 	perToken := attention.CacheBytesPerToken(typ, int(kvRank), int(rope), dims)
 	derived["kv_cache_bytes_per_token"] = perToken
 	derived["kv_cache_type"] = name
-	text := fmt.Sprintf("%s per token (%d layers × %d latent+rope", humanBytes(perToken), layers, kvRank+rope)
+	text := fmt.Sprintf("%s per token (%d layers × %d latent+rope", units.Bytes(perToken), layers, kvRank+rope)
 	if idx > 0 {
 		text += fmt.Sprintf(", %d with a %d-wide indexer key", full, idx)
 	}
 	text += ", " + name + ")"
 	if ctx, ok := kv.int(p("context_length")); ok && ctx > 0 {
-		text += fmt.Sprintf("; %s at the training context of %d", humanBytes(perToken*ctx), ctx)
+		text += fmt.Sprintf("; %s at the training context of %d", units.Bytes(perToken*ctx), ctx)
 	}
 	return text
 }
@@ -765,7 +766,7 @@ func (r *inspectReport) writeText(w io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.1f%%\t\n", t.Type, t.Count, t.Elements, t.Bytes, share)
 	}
 	tw.Flush()
-	ew.printf("\ntotal: %d tensors, %d elements, %d bytes (%s)", r.NumTensors, r.TotalElements, r.TotalBytes, humanBytes(r.TotalBytes))
+	ew.printf("\ntotal: %d tensors, %d elements, %d bytes (%s)", r.NumTensors, r.TotalElements, r.TotalBytes, units.Bytes(r.TotalBytes))
 	if r.BitsPerWeight != nil {
 		ew.printf(", %.3f bits per weight", *r.BitsPerWeight)
 	}
@@ -799,21 +800,6 @@ func formatShape(dims []int64) string {
 		s[i] = strconv.FormatInt(d, 10)
 	}
 	return "[" + strings.Join(s, ", ") + "]"
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	x := float64(n)
-	units := []string{"KiB", "MiB", "GiB", "TiB"}
-	i := -1
-	for x >= unit && i < len(units)-1 {
-		x /= unit
-		i++
-	}
-	return fmt.Sprintf("%.2f %s", x, units[i])
 }
 
 func orDash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -77,8 +78,8 @@ func (r *tpReport) writeText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "device\tweights\treplicated\tsharded\tdevice 0 only\tKV/token\tKV at full context\t")
 	for _, d := range r.PerDevice {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d B\t%s\t\n", d.Device, humanBytes(d.WeightBytes), humanBytes(d.Replicated),
-			humanBytes(d.Sharded), humanBytes(d.Device0Only), d.KVPerToken, humanBytes(d.KVFullContxt))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d B\t%s\t\n", d.Device, units.Bytes(d.WeightBytes), units.Bytes(d.Replicated),
+			units.Bytes(d.Sharded), units.Bytes(d.Device0Only), d.KVPerToken, units.Bytes(d.KVFullContxt))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

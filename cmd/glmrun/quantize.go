@@ -18,6 +18,7 @@ import (
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/mmap"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -213,8 +214,8 @@ func writeQuantReport(w io.Writer, path string, ft quantFType, f *gguf.File, pla
 	}
 	bpw := func(b int64) float64 { return float64(8*b) / float64(max(elements, 1)) }
 	fmt.Fprintf(w, "%s: %s, %d tensors, %s -> %s of weights (%.2f -> %.2f bits per weight), file %s, %.1fs with %d threads\n",
-		path, ft.name, len(plan), humanBytes(inBytes), humanBytes(outBytes), bpw(inBytes), bpw(outBytes),
-		humanBytes(fileSize), took.Seconds(), threads)
+		path, ft.name, len(plan), units.Bytes(inBytes), units.Bytes(outBytes), bpw(inBytes), bpw(outBytes),
+		units.Bytes(fileSize), took.Seconds(), threads)
 	types := make([]tensor.Type, 0, len(per))
 	for t := range per {
 		types = append(types, t)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/glmrun/glmrun"
 	"github.com/glmrun/glmrun/attention"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/server"
 )
 
@@ -146,7 +147,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	addr := ln.Addr().String()
 	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens, KV cache %s per slot (%s)\n",
 		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize(),
-		humanBytes(srv.SlotCacheBytes()), attention.CacheTypeName(m.CacheType()))
+		units.Bytes(srv.SlotCacheBytes()), attention.CacheTypeName(m.CacheType()))
 	if note := srv.ContextNote(); note != "" {
 		fmt.Fprintf(stderr, "glmrun serve: %s\n", note)
 	}

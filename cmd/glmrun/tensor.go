@@ -10,6 +10,7 @@ import (
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/npy"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -76,7 +77,7 @@ func runTensor(args []string, stdout, stderr io.Writer) error {
 	if sel.expert >= 0 {
 		what = fmt.Sprintf("%s expert %d", ti.Name, sel.expert)
 	}
-	fmt.Fprintf(stdout, "%s: %s %s %s -> %s float32 %s\n", *out, what, ti.Type, formatShape(ti.Dims), npyShape(sel.shape), humanBytes(4*n))
+	fmt.Fprintf(stdout, "%s: %s %s %s -> %s float32 %s\n", *out, what, ti.Type, formatShape(ti.Dims), npyShape(sel.shape), units.Bytes(4*n))
 	return nil
 }
 
