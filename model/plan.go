@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/tensor"
@@ -148,7 +149,8 @@ type DeviceMemory struct {
 	// in Sharded) because their ends are not on block boundaries.
 	Expanded int64
 	// KVPerToken is the latent KV cache (and indexer keys) per position
-	// in bytes: float32, replicated on every device.
+	// in bytes, in the cache type Memory was given, replicated on every
+	// device.
 	KVPerToken int64
 }
 
@@ -168,14 +170,23 @@ type Memory struct {
 // stored; Load uploads slightly different bytes in three cases: NextN
 // blocks are not uploaded unless Options.MTP asks for the first, a legacy
 // combined attn_kv_b is uploaded as F32 attn_k_b/attn_v_b, and ".scale"
-// tensors are folded into their matrices.
-func (p Plan) Memory(c *Config, tensors []TensorDesc) (*Memory, error) {
+// tensors are folded into their matrices. The KV cache is counted in rows
+// of type cache; rows that are not whole blocks of it are an error.
+func (p Plan) Memory(c *Config, tensors []TensorDesc, cache tensor.Type) (*Memory, error) {
 	n := p.Devices
 	m := &Memory{Plan: p, Devices: make([]DeviceMemory, n)}
-	var kv int64
-	for l := 0; l < c.Layers; l++ {
-		kv += 4 * int64(c.KVLoraRank+c.DRope)
+	cacheRow := func(values int64, what string) (int64, error) {
+		b, err := cache.RowSize(values)
+		if err != nil {
+			return 0, fmt.Errorf("model: a %s KV cache: %s: %w", attention.CacheTypeName(cache), what, err)
+		}
+		return b, nil
 	}
+	latent, err := cacheRow(int64(c.KVLoraRank+c.DRope), "latent rows")
+	if err != nil {
+		return nil, err
+	}
+	kv := int64(c.Layers) * latent
 	for _, t := range tensors {
 		if len(t.Dims) == 0 {
 			return nil, fmt.Errorf("model: tensor %q has no dims", t.Name)
@@ -192,7 +203,11 @@ func (p Plan) Memory(c *Config, tensors []TensorDesc) (*Memory, error) {
 		m.Total += size
 		if strings.HasSuffix(t.Name, ".indexer.attn_k.weight") && len(t.Dims) == 2 {
 			if l, ok := layerOf(t.Name); ok && l < c.Layers {
-				kv += 4 * t.Dims[1]
+				key, err := cacheRow(t.Dims[1], "indexer keys of "+t.Name)
+				if err != nil {
+					return nil, err
+				}
+				kv += key
 			}
 		}
 		switch pl := Place(c, t.Name); pl {

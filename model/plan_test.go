@@ -100,7 +100,7 @@ func TestPlanGLM5(t *testing.T) {
 		t.Fatalf("plan %+v, want %+v", p, want)
 	}
 	ts := glm5Tensors(&c)
-	mem, err := p.Memory(&c, ts)
+	mem, err := p.Memory(&c, ts, tensor.F32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestPlanGLM5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem16, err := p16.Memory(&c, ts)
+	mem16, err := p16.Memory(&c, ts, tensor.F32)
 	if err != nil {
 		t.Fatal(err)
 	}

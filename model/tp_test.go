@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // loadTP loads a golden model split over tp devices.
@@ -191,7 +193,7 @@ func TestDeviceMemory(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/tp%d", tc.name, tc.tp), func(t *testing.T) {
 			m := loadTP(t, tc.name, tc.tp)
 			c := m.Config()
-			mem, err := m.Plan().Memory(&c, FileTensors(m.file))
+			mem, err := m.Plan().Memory(&c, FileTensors(m.file), tensor.F32)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,21 +44,17 @@ func newTPReport(f *gguf.File, n int, cacheType tensor.Type) (*tpReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	mem, err := p.Memory(&c, model.FileTensors(f))
+	mem, err := p.Memory(&c, model.FileTensors(f), cacheType)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	r := &tpReport{Devices: n, HeadsPerDevice: p.Heads, ExpertsPerDevice: p.Experts, FFPerDevice: p.FF,
 		SharedFFPerDev: p.SharedFF, TotalBytes: mem.Total}
-	// The plan counts float32 rows; a cache type's rows (whole blocks)
-	// take RowSize(32) bytes for every 128 of them.
-	per32, _ := cacheType.RowSize(32)
 	for d, dm := range mem.Devices {
-		kv := dm.KVPerToken * per32 / 128
 		r.PerDevice = append(r.PerDevice, tpDevice{
 			Device: d, WeightBytes: dm.Weights(), Replicated: dm.Replicated, Sharded: dm.Sharded,
-			Device0Only: dm.First, ExpandedF32: dm.Expanded, KVPerToken: kv,
-			KVFullContxt: kv * int64(c.ContextLength),
+			Device0Only: dm.First, ExpandedF32: dm.Expanded, KVPerToken: dm.KVPerToken,
+			KVFullContxt: dm.KVPerToken * int64(c.ContextLength),
 		})
 	}
 	return r, nil
