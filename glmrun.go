@@ -55,6 +55,12 @@ type Options struct {
 	// default those agree within float rounding (as in llama.cpp and vLLM),
 	// and prompts and batches of sixteen or more tokens run faster.
 	BatchInvariant bool
+	// NoRepack keeps the weights in the file's layout: by default the CPU
+	// rewrites those of the types it has packed kernels for (Q4_K) into
+	// interleaved groups of rows as they load, which makes prompts about
+	// twice as fast and costs memory the size of those weights (the
+	// file's own pages of them are then not read).
+	NoRepack bool
 	// AllowUnknownKeys loads a file whose metadata has keys that change the
 	// forward pass in ways glmrun does not implement, or keys it does not
 	// know; without it they are a load error naming them. Warnings lists
@@ -210,6 +216,7 @@ func (m *Model) load() error {
 		TensorParallel:   m.opts.TensorParallel,
 		Fast:             !m.opts.Exact,
 		BatchInvariant:   m.opts.BatchInvariant,
+		NoRepack:         m.opts.NoRepack,
 		AllowUnknownKeys: m.opts.AllowUnknownKeys,
 		MTP:              m.opts.SpecDraft > 0,
 	})
@@ -286,6 +293,11 @@ func (m *Model) Path() string { return m.path }
 // CacheType returns the element type of its Sessions' KV caches
 // (Options.CacheType).
 func (m *Model) CacheType() tensor.Type { return m.cache }
+
+// RepackedBytes returns the bytes of weights rewritten into the CPU's
+// packed layout when the model loaded (Options.NoRepack turns that off):
+// memory taken beyond the file's mapped pages.
+func (m *Model) RepackedBytes() int64 { return m.m.RepackedBytes() }
 
 // FitContext returns the context size a Session gets by default: the
 // model's training context (context_length), lowered when its KV cache (of

@@ -234,6 +234,13 @@ type Config struct {
 	// sixteen-token tiles of Q4_K and Q6_K weights), as llama.cpp's and
 	// vLLM's do. Backends whose products never depend on it ignore it.
 	BatchInvariant bool
+	// NoRepack keeps weights in their file's layout. By default the CPU
+	// backend's fast path rewrites the matrices of the types it has packed
+	// kernels for into interleaved groups of rows when they are uploaded
+	// (tensor.Repack): prompt processing runs about twice as fast, and the
+	// copy takes memory the size of those weights, while the file's pages
+	// of them stay unread. Batch-invariant products never repack.
+	NoRepack bool
 }
 
 // OpenFunc opens a backend's devices and their collective.

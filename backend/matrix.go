@@ -23,6 +23,19 @@ type Matrix struct {
 	// Scale, when non-zero, multiplies every product with the matrix
 	// (llama.cpp's optional per-tensor "<name>.scale").
 	Scale float32
+	// Packed, when set, holds the same rows again in tensor.Repack's
+	// layout (groups of tensor.PackRows rows interleaved), which the CPU
+	// backend's fast products read instead of Data. The CPU's Upload
+	// makes it; Data stays the rows' own layout for everything else.
+	Packed []byte
+	// LookupOnly marks a matrix whose rows are only looked up (GetRows:
+	// token embeddings), never multiplied, so that a device does not lay
+	// it out for products.
+	LookupOnly bool
+	// Mapped says that Data is a view of a read-only file mapping: a
+	// device that keeps its own copy may drop those pages from the
+	// process's memory (they are read from the file again if needed).
+	Mapped bool
 }
 
 // NewMatrix checks that data holds rows rows of cols elements of type t
@@ -51,6 +64,11 @@ func (m Matrix) Slice(row, n int) Matrix {
 	s := m
 	s.Rows = n
 	s.Data = m.Data[row*m.RowBytes : (row+n)*m.RowBytes]
+	s.Packed = nil
+	if m.Packed != nil && row%tensor.PackRows == 0 && n%tensor.PackRows == 0 {
+		gb := len(m.Packed) / (m.Rows / tensor.PackRows)
+		s.Packed = m.Packed[row/tensor.PackRows*gb : (row+n)/tensor.PackRows*gb]
+	}
 	return s
 }
 
@@ -80,7 +98,7 @@ func (m Matrix) SliceCols(col, n int) (Matrix, error) {
 			data = append(data, m.Row(r)[off:off+int(rb)]...)
 		}
 		s := m
-		s.Cols, s.RowBytes, s.Data = n, int(rb), data
+		s.Cols, s.RowBytes, s.Data, s.Packed, s.Mapped = n, int(rb), data, nil, false
 		return s, nil
 	}
 	row := make([]float32, m.Cols)
@@ -94,7 +112,7 @@ func (m Matrix) SliceCols(col, n int) (Matrix, error) {
 		}
 	}
 	s := m
-	s.Type, s.Cols, s.RowBytes, s.Data = tensor.F32, n, 4*n, data
+	s.Type, s.Cols, s.RowBytes, s.Data, s.Packed, s.Mapped = tensor.F32, n, 4*n, data, nil, false
 	return s, nil
 }
 

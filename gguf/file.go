@@ -260,6 +260,11 @@ func openSplit(path string, m0 []byte, h0 *header, count int) (*File, error) {
 	return f, nil
 }
 
+// Mapped reports whether the tensors' Data are views of read-only file
+// mappings (Open), whose pages the system can drop and read again, rather
+// than of memory the caller gave (Parse).
+func (f *File) Mapped() bool { return len(f.maps) > 0 }
+
 // Close unmaps the file data. Tensor Data slices must not be used after
 // Close; they are set to nil.
 func (f *File) Close() error {

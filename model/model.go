@@ -40,6 +40,9 @@ type Options struct {
 	// sessions one by one. By default those agree within float rounding,
 	// and prompts and batched steps of sixteen or more tokens run faster.
 	BatchInvariant bool
+	// NoRepack keeps the weights in the file's layout on the CPU's fast
+	// path (backend.Config.NoRepack): no copy in memory, slower prompts.
+	NoRepack bool
 	// AllowUnknownKeys loads a file whose metadata has keys that change the
 	// forward pass in ways glmrun does not implement, or keys it does not
 	// know, which are otherwise a load error naming them; they are then
@@ -120,7 +123,7 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast, BatchInvariant: opts.BatchInvariant})
+	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast, BatchInvariant: opts.BatchInvariant, NoRepack: opts.NoRepack})
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
@@ -158,6 +161,20 @@ func (m *Model) newAttnConfig() attention.Config {
 
 // Config returns the model's hyper-parameters.
 func (m *Model) Config() Config { return m.cfg }
+
+// RepackedBytes returns the bytes of weights the devices hold in a layout
+// of their own, copied from the file when they loaded (the CPU's repacked
+// weights, backend.Config.NoRepack): memory the model takes beyond the
+// file's mapped pages.
+func (m *Model) RepackedBytes() int64 {
+	var n int64
+	for _, d := range m.devs {
+		if r, ok := d.(interface{ RepackedBytes() int64 }); ok {
+			n += r.RepackedBytes()
+		}
+	}
+	return n
+}
 
 // Weights returns the model's tensors (read-only).
 func (m *Model) Weights() *Weights { return m.w }

@@ -104,9 +104,11 @@ func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 	u := &devUploader{dev: dev}
 	sh := &shard{dev: dev, index: d, layers: make([]shardLayer, m.blocks())}
 	if d == 0 {
-		sh.embd = u.matrix(w.TokenEmbd)
+		embd := w.TokenEmbd
+		embd.LookupOnly = w.Output.Name != w.TokenEmbd.Name
+		sh.embd = u.matrix(embd)
 		sh.output = sh.embd
-		if w.Output.Name != w.TokenEmbd.Name {
+		if embd.LookupOnly {
 			sh.output = u.matrix(w.Output)
 		}
 		sh.outNorm = u.vector("output_norm.weight", w.OutputNorm)

@@ -103,6 +103,7 @@ func (l *loader) matrix(name string, dims ...int) backend.Matrix {
 		rows *= d
 	}
 	m, err := backend.NewMatrix(name, ti.Type, rows, dims[0], ti.Data)
+	m.Mapped = l.f.Mapped()
 	if err == nil {
 		// Every backend dequantizes what tensor can: check the first row.
 		err = tensor.Dequantize(m.Type, m.Row(0), make([]float32, m.Cols))

@@ -2,8 +2,12 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/glmrun/glmrun/internal/meminfo"
+	"os"
 	"sync"
+	"unsafe"
+
+	"github.com/glmrun/glmrun/internal/meminfo"
+	"github.com/glmrun/glmrun/internal/mmap"
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/tensor"
@@ -32,6 +36,7 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 		}
 		d := newDevice(i, c.Threads, c.Memory)
 		d.cpu.SetBatchInvariant(c.BatchInvariant)
+		d.cpu.SetRepack(c.Fast && !c.BatchInvariant && !c.NoRepack)
 		devs[i] = d
 	}
 	return devs, &Collective{n: c.Devices}, nil
@@ -47,8 +52,9 @@ type Device struct {
 	budget int64
 	scr    sync.Pool // of *scratch, so that sessions may share the device
 
-	mu   sync.Mutex // guards used (Collectives may run beside the owner)
-	used int64
+	mu     sync.Mutex // guards used and packed (Collectives may run beside the owner)
+	used   int64
+	packed int64 // bytes of repacked weights (RepackedBytes)
 }
 
 // NewDevice returns virtual device index with the exact matrix product,
@@ -85,7 +91,12 @@ func (w *weight) Name() string      { return w.m.Name }
 func (w *weight) Type() tensor.Type { return w.m.Type }
 func (w *weight) Rows() int         { return w.m.Rows }
 func (w *weight) Cols() int         { return w.m.Cols }
-func (w *weight) Bytes() int64      { return int64(len(w.m.Data)) }
+func (w *weight) Bytes() int64 {
+	if w.m.Packed != nil {
+		return int64(len(w.m.Packed))
+	}
+	return int64(len(w.m.Data))
+}
 
 // F32 returns the values of a CPU buffer (nil for nil). It panics if b
 // belongs to another backend.
@@ -134,6 +145,14 @@ func (d *Device) Used() int64 {
 	return d.used
 }
 
+// RepackedBytes returns the bytes of the weights Upload has repacked
+// (CPU.SetRepack): memory the products read instead of the file's pages.
+func (d *Device) RepackedBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.packed
+}
+
 // CPU returns the device's kernel runner.
 func (d *Device) CPU() *CPU { return d.cpu }
 
@@ -165,10 +184,54 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 	if err := check(m); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
 	}
+	if d.cpu.repack && !m.LookupOnly {
+		if size, err := tensor.PackedSize(m.Type, m.Rows, m.Cols); err == nil {
+			// The repacked copy is what the products read: it takes the
+			// memory, and the mapped rows stay on disk unless something
+			// reads them.
+			if err := d.reserve(size, "weight "+m.Name+" (repacked)"); err != nil {
+				return nil, err
+			}
+			m.Packed = alignedBytes(int(size))
+			if err := tensor.Repack(m.Type, m.Packed, m.Data, m.Rows, m.Cols); err != nil {
+				d.release(size)
+				return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
+			}
+			d.mu.Lock()
+			d.packed += size
+			d.mu.Unlock()
+			if m.Mapped {
+				dropPages(m.Data)
+			}
+			return &weight{m}, nil
+		}
+	}
 	if err := d.reserve(int64(len(m.Data)), "weight "+m.Name); err != nil {
 		return nil, err
 	}
 	return &weight{m}, nil
+}
+
+// dropPages tells the system that the whole pages of the mapped file data
+// b will not be read (the copy is): they leave the resident set, and a
+// later read, of a neighbouring tensor's part of a shared page say, reads
+// them back.
+func dropPages(b []byte) {
+	page := uintptr(os.Getpagesize())
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (start + page - 1) / page * page
+	hi := (start + uintptr(len(b))) / page * page
+	if hi > lo {
+		_ = mmap.DontNeed(b[lo-start : hi-start])
+	}
+}
+
+// alignedBytes returns n bytes starting on a 64-byte boundary, so that the
+// packed kernels' loads of a group's blocks never straddle cache lines.
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+63)
+	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))%64)) % 64
+	return b[off : off+n : off+n]
 }
 
 // UploadVector copies v to a new buffer.

@@ -32,6 +32,8 @@ type CPU struct {
 	hook    ActivationHook
 	// invariant makes the fast products batch-invariant (SetBatchInvariant).
 	invariant bool
+	// repack makes uploads repack their weights (SetRepack).
+	repack bool
 }
 
 // ActivationHook is called by the fast products after each activation row
@@ -57,6 +59,13 @@ func (c *CPU) SetActivationHook(h ActivationHook) { c.hook = h }
 // Q4_K and Q6_K weights then give up the faster tiles that add in another
 // order. Call it while no product runs.
 func (c *CPU) SetBatchInvariant(on bool) { c.invariant = on }
+
+// SetRepack chooses whether the devices of c rewrite the weights they are
+// given into tensor.Repack's layout when they are uploaded
+// (backend.Config.NoRepack), for the fast products that read it. It
+// applies to later uploads; a batch-invariant CPU uses the rows' own
+// layout whatever it holds.
+func (c *CPU) SetRepack(on bool) { c.repack = on }
 
 // BatchInvariant reports whether the fast products are batch-invariant.
 func (c *CPU) BatchInvariant() bool { return c.invariant }
@@ -339,7 +348,11 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	if n == 1 && !k.streams {
+	const pr = tensor.PackRows
+	if w.Packed != nil && k.packed != nil && lo%pr == 0 && hi%pr == 0 {
+		gb := len(w.Packed) / (w.Rows / pr)
+		k.packed(w.Packed[lo/pr*gb:hi/pr*gb], act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	} else if n == 1 && !k.streams {
 		// One token reads each weight byte once, from memory: fetch the
 		// next rows while this block computes, so that the kernel's work
 		// and the memory transfer overlap. (Kernels that prefetch as they
@@ -409,14 +422,17 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 // kernel is the fast product for one weight type.
 type kernel struct {
 	gemm    tensor.GemmFunc
+	packed  tensor.PackedGemmFunc // the product of repacked weights (not batch-invariant), or nil
 	tile    int
 	act     tensor.Type // the activations' type
 	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
 }
 
 // kernels holds the fast products of every type that has one, indexed by
-// type id: [0] tensor.BatchGemmKernel's, [1] tensor.GemmKernel's (the
-// batch-invariant ones). It is filled once and only read after.
+// type id: [0] tensor.BatchGemmKernel's, with the product of repacked
+// weights where the type has one (tensor.PackedGemm), [1]
+// tensor.GemmKernel's (the batch-invariant ones, which read the rows' own
+// layout). It is filled once and only read after.
 var kernels = sync.OnceValue(func() [2][]*kernel {
 	var ks [2][]*kernel
 	for i, get := range []func(tensor.Type) (tensor.GemmFunc, int, error){tensor.BatchGemmKernel, tensor.GemmKernel} {
@@ -425,6 +441,9 @@ var kernels = sync.OnceValue(func() [2][]*kernel {
 			if id.Known() {
 				if f, tile, err := get(id); err == nil {
 					k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
+					if p, ok := tensor.PackedGemm(id); ok && i == 0 {
+						k.packed = p
+					}
 				}
 			}
 			ks[i] = append(ks[i], k)

@@ -32,7 +32,10 @@ context, logits of the last one only) and text generation (tg: -n tokens
 decoded one at a time from an empty context), in tokens per second, mean ±
 standard deviation over -r repetitions after one warm-up run, as
 llama-bench does. The weights are used straight from the file's memory
-map, every page of them touched once before the warm-up (llama-bench's
+map, or, for the types the CPU has packed kernels for, from the copy in
+interleaved rows made as the model loads (llama-bench's -rtr; --no-repack
+keeps the file's layout). Every page of the file is touched once before
+the model loads (llama-bench's
 mmap is populated when it loads), so that no test pays for the first
 touch of weights it happens to be the first to use (a MoE model's
 experts); the KV cache is allocated for -d + -p + -n positions. With -d N
@@ -82,6 +85,7 @@ type benchResult struct {
 	TGSamples     []float64    `json:"tg_samples"`
 	PeakRSSBytes  int64        `json:"peak_rss_bytes"`
 	LoadSeconds   float64      `json:"load_seconds"`
+	RepackedBytes int64        `json:"repacked_bytes"` // weights rewritten into the CPU's packed layout (0 with --no-repack)
 	GOMAXPROCS    int          `json:"gomaxprocs"`
 	PhysicalCores int          `json:"default_threads"`
 }
@@ -129,6 +133,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	backendName := fs.String("backend", "cpu", "compute `backend`")
 	exact := fs.Bool("exact", false, "float32 activations (the exact path) instead of the fast kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	noRepack := fs.Bool("no-repack", false, noRepackUsage)
 	force := fs.Bool("force", false, forceUsage)
 	var cache cacheFlags
 	cache.register(fs)
@@ -186,9 +191,12 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
+	// The weights, once: page them in before the model loads, so that the
+	// pages of those it repacks leave the resident set with the copy.
+	pageIn(f)
 	start := time.Now()
 	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Fast: !*exact,
-		BatchInvariant: *invariant, AllowUnknownKeys: *force})
+		BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force})
 	if err != nil {
 		return err
 	}
@@ -196,7 +204,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	res := benchResult{
 		Model: filepath.Base(path), Backend: *backendName, Path: "fast", Threads: *threads, TP: *tp, TypeK: attention.CacheTypeName(cacheType),
-		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(),
+		Reps: *reps, NPrompt: *nPrompt, NGen: *nGen, LoadSeconds: time.Since(start).Seconds(), RepackedBytes: m.RepackedBytes(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), PhysicalCores: cpu.DefaultThreads(),
 	}
 	switch {
@@ -255,7 +263,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		tgCPU += cpuSeconds() - c0
 		return float64(n) / time.Since(t0).Seconds(), nil
 	}
-	pageIn(f) // the weights, once: page them in before any test
 	results := make([]benchResult, 0, len(depths))
 	filled := 0
 	for _, depth := range depths {
@@ -328,7 +335,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		spec.SpecVerify = ratios
 		if c.NextN > 0 {
 			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, Backend: *backendName, Exact: *exact,
-				BatchInvariant: *invariant, AllowUnknownKeys: *force, CacheType: cache.k}
+				BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force, CacheType: cache.k}
 			if *tp == 1 {
 				lopts.TensorParallel = 0
 			}
@@ -382,8 +389,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		perCPU = append(perCPU, fmt.Sprintf("pp %.1f, tg %.1f tokens", d.PPPerCPUSec, d.TGPerCPUSec))
 	}
 	last := results[len(results)-1]
-	fmt.Fprintf(stdout, "peak RSS %.2f GiB, KV cache %s (%s), load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
-		float64(last.PeakRSSBytes)/(1<<30), units.Bytes(res.CacheBytes), res.TypeK, res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
+	fmt.Fprintf(stdout, "peak RSS %.2f GiB, KV cache %s (%s), repacked weights %s, load %.2fs, %d repetitions; per CPU-second: %s; load average %.2f\n",
+		float64(last.PeakRSSBytes)/(1<<30), units.Bytes(res.CacheBytes), res.TypeK, units.Bytes(res.RepackedBytes), res.LoadSeconds, res.Reps, strings.Join(perCPU, " / "), load)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/glmrun/glmrun/attention"
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/units"
 	"github.com/glmrun/glmrun/model"
 	"github.com/glmrun/glmrun/model/tokenizer"
 	"github.com/glmrun/glmrun/tensor"
@@ -20,8 +21,20 @@ const specMTPUsage = "speculative decoding with the model's MTP block: draft `K`
 // almost never accepted, and a verification pass grows with K.
 const maxSpecDraft = 16
 
-// batchInvariantUsage is the help of --batch-invariant, which every command
-// that loads a model with the fast products has.
+// printRepacked says, when weights were repacked as they loaded, how much
+// memory the copy takes.
+func printRepacked(w io.Writer, prefix string, n int64) {
+	if n > 0 {
+		fmt.Fprintf(w, "%s: repacked %s of weights into interleaved rows for the fast products (memory beyond the file's pages; --no-repack keeps the file's layout)\n",
+			prefix, units.Bytes(n))
+	}
+}
+
+// noRepackUsage is the help of --no-repack, which every command that loads a
+// model with the fast products has, as --batch-invariant.
+const noRepackUsage = "keep the weights in the file's layout (no repacked copy in memory; prompts slower)"
+
+// batchInvariantUsage is the help of --batch-invariant.
 const batchInvariantUsage = "every token's products computed as when it is alone, bit for bit (prefill equals token-by-token decoding, a batched step one-by-one decoding); slower for prompts and batches of 16+ tokens"
 
 // forceUsage is the help of --force, which every command that runs a
@@ -74,6 +87,7 @@ func (c *cacheFlags) parse(backend string) (tensor.Type, error) {
 type forwardFlags struct {
 	model, tokens, text, backend string
 	decode, fast, invariant      bool
+	noRepack                     bool
 	force                        bool
 	threads, tp                  int
 	cache                        cacheFlags
@@ -90,6 +104,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.threads, "threads", 0, "worker goroutines per device (0: the physical cores; more than the CPUs is warned about)")
 	fs.BoolVar(&ff.fast, "fast", false, "the fast matrix products (activations quantized as ggml does, integer kernels: llama.cpp's quantized path) instead of float32 activations")
 	fs.BoolVar(&ff.invariant, "batch-invariant", false, "with --fast, "+batchInvariantUsage)
+	fs.BoolVar(&ff.noRepack, "no-repack", false, "with --fast, "+noRepackUsage)
 	fs.BoolVar(&ff.force, "force", false, forceUsage)
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
@@ -144,7 +159,7 @@ func (ff *forwardFlags) load(stderr io.Writer, cmd string) (*gguf.File, *model.M
 			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant,
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant, NoRepack: ff.noRepack,
 		Backend: ff.backend, AllowUnknownKeys: ff.force})
 	if err != nil {
 		f.Close()

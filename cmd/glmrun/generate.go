@@ -53,6 +53,7 @@ type genFlags struct {
 	logprobs     int
 	exact        bool
 	invariant    bool
+	noRepack     bool
 	force        bool
 	cache        cacheFlags
 
@@ -97,6 +98,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.special, "special", false, "print control tokens (<|user|>, ...) as their text")
 	fs.BoolVar(&g.exact, "exact", false, "float32 activations in every matrix product (the path of the deq-F32 references; slower) instead of the fast quantized-activation kernels")
 	fs.BoolVar(&g.invariant, "batch-invariant", false, batchInvariantUsage)
+	fs.BoolVar(&g.noRepack, "no-repack", false, noRepackUsage)
 	fs.BoolVar(&g.force, "force", false, forceUsage)
 	fs.IntVar(&g.specMTP, "spec-mtp", 0, specMTPUsage)
 	fs.IntVar(&g.logprobs, "logprobs", 0, "print one JSON line per token with its log-probability and the `N` most likely alternatives, instead of plain text")
@@ -304,7 +306,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant,
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, Exact: g.exact, BatchInvariant: g.invariant, NoRepack: g.noRepack,
 		AllowUnknownKeys: g.force, SpecDraft: g.specMTP, CacheType: g.cache.k}
 	if g.tp == 1 {
 		opts.TensorParallel = 0
@@ -315,6 +317,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 		return nil, nil, err
 	}
 	printWarnings(stderr, cmd, m.Warnings())
+	printRepacked(stderr, "glmrun", m.RepackedBytes())
 	s, err := m.NewSession(glmrun.SessionOptions{ContextSize: g.ctxSize}) // 0: the library's default
 	if err != nil {
 		m.Close()

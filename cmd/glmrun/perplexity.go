@@ -83,6 +83,7 @@ type pplFlags struct {
 	ctx, batch, ubatch, chunks int
 	threads, tp                int
 	exact, invariant, force    bool
+	noRepack                   bool
 	cache                      cacheFlags
 	cacheType                  tensor.Type // parsed by check
 }
@@ -106,6 +107,7 @@ func (p *pplFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&p.tp, "tp", 1, "tensor parallelism: split the model over `N` devices")
 	fs.BoolVar(&p.exact, "exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	fs.BoolVar(&p.invariant, "batch-invariant", false, batchInvariantUsage)
+	fs.BoolVar(&p.noRepack, "no-repack", false, noRepackUsage)
 	fs.BoolVar(&p.force, "force", false, forceUsage)
 	p.cache.register(fs)
 }
@@ -330,7 +332,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	}
 
 	m, err := model.New(f, model.Options{Threads: p.threads, TensorParallel: p.tp, Backend: p.backend, Fast: !p.exact,
-		BatchInvariant: p.invariant, AllowUnknownKeys: p.force})
+		BatchInvariant: p.invariant, NoRepack: p.noRepack, AllowUnknownKeys: p.force})
 	if err != nil {
 		return err
 	}

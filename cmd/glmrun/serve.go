@@ -60,6 +60,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&threads, "t", 0, "worker `threads` per device (0: the physical cores)")
 	exact := fs.Bool("exact", false, "float32 activations in every matrix product (slower) instead of the fast quantized-activation kernels")
 	invariant := fs.Bool("batch-invariant", false, batchInvariantUsage)
+	noRepack := fs.Bool("no-repack", false, noRepackUsage)
 	force := fs.Bool("force", false, forceUsage)
 	specMTP := fs.Int("spec-mtp", 0, specMTPUsage+"; a request lowers it with speculative.n_max")
 	cacheRAM := fs.Int64("cache-ram", -1, "host memory of the prefix cache in `MiB`: the KV rows of prompts that ran, reused by later requests that start with the same tokens (-1: a quarter of the available memory, at most 8192; 0: off)")
@@ -113,7 +114,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	// serves the model glmrun.Load gives any program.
 	start := time.Now()
 	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, Backend: backend, Exact: *exact, CacheType: cache.k,
-		BatchInvariant: *invariant, AllowUnknownKeys: *force, SpecDraft: *specMTP})
+		BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force, SpecDraft: *specMTP})
 	if err != nil {
 		return err
 	}
@@ -148,6 +149,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fmt.Fprintf(stderr, "glmrun serve: %s (%s) loaded in %v; %d slots of %d tokens, KV cache %s per slot (%s)\n",
 		alias, m.Config().Arch, time.Since(start).Round(time.Millisecond), parallel, srv.ContextSize(),
 		units.Bytes(srv.SlotCacheBytes()), attention.CacheTypeName(m.CacheType()))
+	printRepacked(stderr, "glmrun serve", m.RepackedBytes())
 	if note := srv.ContextNote(); note != "" {
 		fmt.Fprintf(stderr, "glmrun serve: %s\n", note)
 	}

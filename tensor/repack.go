@@ -1,0 +1,400 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// Repacked weights: the layout of the prompt-processing kernels.
+//
+// A GGUF matrix stores each row's blocks one after the other, so a kernel
+// that multiplies several rows with one token loads every row's quants and
+// scales separately and ends every (row, token) pair with a horizontal sum.
+// Repack rewrites a matrix, once when it is loaded, into groups of PackRows
+// rows whose blocks are interleaved: block b of the group holds block b of
+// all eight rows, its quants in 4-byte slices, row r's slice of a group of
+// quants at 4·r, so that one 32-byte load feeds eight rows and the eight
+// results of a token are the eight lanes of one vector. Scales are unpacked
+// to bytes. The packed kernels multiply a group with one token's broadcast
+// activations (four tokens a call) and need neither horizontal sums nor
+// per-row scale decoding; they agree with the single-row kernels within
+// float rounding (they add the same integers, then scale and sum them in
+// another order), and every token's result is computed the same way in a
+// call of one token as of four, so prefill equals decoding with them.
+//
+// Q4_K, for each of eight rows r and 32-element sub-blocks j (bytes, in
+// this order): d[r] f16 ×8 · dmin[r] f16 ×8 · scale[j][r] u8 ×64 ·
+// min pairs (min[r][2i], min[r][2i+1]) for i = 0..3, r = 0..7 ×64 · quants
+// ×1024: for chunk c = 0..3 of 64 elements and slice g = 0..7, row r's
+// bytes qs[32c+4g : 32c+4g+4] of its block at 160 + 256c + 32g + 4r (low
+// nibbles sub-block 2c, high nibbles 2c+1, as in the row's own block).
+
+// 8-bit groups (Q8_0, and Q5_0 widened), for each of eight rows' 32-element
+// blocks: d[r] as float32 ×8 · quants ×256: row r's int8 elements
+// 4g..4g+3 at 32 + 32g + 4r. The block is 288 bytes, a multiple of 32, so
+// no 32-byte load of an aligned matrix crosses a cache line.
+
+// PackRows is the number of weight rows a repacked group interleaves.
+const PackRows = 8
+
+// packedQ4KBlock and packedQ8Block are the bytes of one block of eight
+// repacked rows.
+const (
+	packedQ4KBlock = 32 + 64 + 64 + 1024
+	packedQ8Block  = 32 + 256
+)
+
+// PackedGemmFunc computes the products of the groups of a repacked matrix
+// (rows rows, rows a multiple of PackRows, of n elements, from Repack)
+// with m activation rows of the weight type's VecDotType, lda bytes apart:
+// out[j*ldo + r] for r < rows, j < m. w starts at a group. A call reads
+// whole blocks, allocates nothing and starts no goroutines.
+type PackedGemmFunc func(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int)
+
+// packedKernel is one type's repacked layout and products.
+type packedKernel struct {
+	block int                                         // bytes of one block of PackRows rows
+	pack  func(dst []byte, rows [PackRows][]byte)     // interleaves one block of each row
+	row   func(dst []byte, src []byte, r int)         // row r's original block from a packed one
+	twin  func(x []byte, nb int, y []byte) [8]float32 // pure-Go product of one group and one token
+	gemm  PackedGemmFunc                              // the fastest product this CPU runs, or nil
+}
+
+func packedKernelOf(t Type) *packedKernel {
+	switch t {
+	case Q4_K:
+		return &packedQ4K
+	case Q8_0:
+		return &packedQ80
+	case Q5_0:
+		return &packedQ50
+	}
+	return nil
+}
+
+var packedQ80 = packedKernel{
+	block: packedQ8Block,
+	pack:  packQ80Block,
+	row:   unpackQ80Row,
+	twin:  gemmQ8R8Generic,
+	gemm:  gemmQ8R8Best,
+}
+
+// Q5_0 is repacked to the 8-bit layout, its weights widened (w − 16 as
+// int8): the product is then Q8_0's, at 1.6 times the memory.
+var packedQ50 = packedKernel{
+	block: packedQ8Block,
+	pack:  packQ50Block,
+	row:   unpackQ50Row,
+	twin:  gemmQ8R8Generic,
+	gemm:  gemmQ8R8Best,
+}
+
+var packedQ4K = packedKernel{
+	block: packedQ4KBlock,
+	pack:  packQ4KBlock,
+	row:   unpackQ4KRow,
+	twin:  gemmQ4KR8Generic,
+	gemm:  gemmQ4KR8Best,
+}
+
+// PackedGemm returns the product of matrices of type t repacked by Repack,
+// and whether this CPU has one (a fast kernel for the layout: where it has
+// none, Repack is not worth its memory).
+func PackedGemm(t Type) (PackedGemmFunc, bool) {
+	k := packedKernelOf(t)
+	if k == nil || k.gemm == nil {
+		return nil, false
+	}
+	return k.gemm, true
+}
+
+// PackedSize returns the bytes of a matrix of rows rows of cols elements of
+// type t in the repacked layout, or an error if t has no such layout here
+// or the shape does not fit it (rows a multiple of PackRows, cols of whole
+// blocks).
+func PackedSize(t Type, rows, cols int) (int64, error) {
+	k := packedKernelOf(t)
+	if k == nil || k.gemm == nil {
+		return 0, fmt.Errorf("tensor: no repacked layout for %s on this CPU", t)
+	}
+	bs := t.BlockSize()
+	if rows <= 0 || rows%PackRows != 0 || cols <= 0 || cols%bs != 0 {
+		return 0, fmt.Errorf("tensor: %s matrix of %d x %d cannot be repacked: rows must be a multiple of %d and columns of %d",
+			t, rows, cols, PackRows, bs)
+	}
+	return int64(rows/PackRows) * int64(cols/bs) * int64(k.block), nil
+}
+
+// Repack writes the matrix data (rows rows of cols elements of type t, one
+// row after the other as in a GGUF file) to dst in the repacked layout;
+// dst must hold PackedSize bytes.
+func Repack(t Type, dst, data []byte, rows, cols int) error {
+	size, err := PackedSize(t, rows, cols)
+	if err != nil {
+		return err
+	}
+	k := packedKernelOf(t)
+	nb, ts := cols/t.BlockSize(), t.TypeSize()
+	rb := nb * ts
+	if int64(len(dst)) != size || len(data) != rows*rb {
+		return fmt.Errorf("tensor: repacking %d x %d %s: %d bytes of data and %d of room, want %d and %d",
+			rows, cols, t, len(data), len(dst), rows*rb, size)
+	}
+	groups := rows / PackRows
+	pack := func(g0, g1 int) {
+		var blk [PackRows][]byte
+		for g := g0; g < g1; g++ {
+			for b := range nb {
+				for r := range PackRows {
+					off := (g*PackRows+r)*rb + b*ts
+					blk[r] = data[off : off+ts]
+				}
+				off := (g*nb + b) * k.block
+				k.pack(dst[off:off+k.block], blk)
+			}
+		}
+	}
+	// A model's weights are repacked as it loads: large matrices take
+	// every core (the groups are independent).
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(data)>>20), groups)
+	if workers <= 1 {
+		pack(0, groups)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { pack(groups*w/workers, groups*(w+1)/workers) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// UnpackRow writes row r of a repacked matrix (rows of cols elements of
+// type t) to dst in the type's own layout: the inverse of Repack, for the
+// rows that are read rather than multiplied.
+func UnpackRow(t Type, dst, packed []byte, cols, r int) {
+	k := packedKernelOf(t)
+	nb, ts := cols/t.BlockSize(), t.TypeSize()
+	g, i := r/PackRows, r%PackRows
+	for b := range nb {
+		off := (g*nb + b) * k.block
+		k.row(dst[b*ts:(b+1)*ts], packed[off:off+k.block], i)
+	}
+}
+
+// packQ4KBlock interleaves one Q4_K block of each of eight rows.
+func packQ4KBlock(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		copy(dst[2*r:2*r+2], x[0:2])
+		copy(dst[16+2*r:16+2*r+2], x[2:4])
+		sc, m := dotScalesK4(x[4:16])
+		for j := range 8 {
+			dst[32+8*j+r] = byte(sc[j])
+		}
+		for i := range 4 {
+			dst[96+16*i+2*r] = byte(m[2*i])
+			dst[96+16*i+2*r+1] = byte(m[2*i+1])
+		}
+		for c := range 4 {
+			for g := range 8 {
+				o := 160 + 256*c + 32*g + 4*r
+				copy(dst[o:o+4], x[16+32*c+4*g:16+32*c+4*g+4])
+			}
+		}
+	}
+}
+
+// unpackQ4KRow rebuilds row r's Q4_K block from a packed one: the 6-bit
+// scales and mins packed back as get_scale_min_k4 reads them.
+func unpackQ4KRow(dst, src []byte, r int) {
+	copy(dst[0:2], src[2*r:2*r+2])
+	copy(dst[2:4], src[16+2*r:16+2*r+2])
+	var sc, m [8]byte
+	for j := range 8 {
+		sc[j] = src[32+8*j+r]
+		m[j] = src[96+16*(j/2)+2*r+j%2]
+	}
+	for j := range 4 {
+		dst[4+j] = sc[j] | sc[j+4]>>4<<6
+		dst[8+j] = m[j] | m[j+4]>>4<<6
+		dst[12+j] = sc[j+4]&15 | m[j+4]&15<<4
+	}
+	for c := range 4 {
+		for g := range 8 {
+			o := 160 + 256*c + 32*g + 4*r
+			copy(dst[16+32*c+4*g:16+32*c+4*g+4], src[o:o+4])
+		}
+	}
+}
+
+// gemmQ4KR8Generic is the pure-Go product of one group of eight repacked
+// Q4_K rows (nb blocks at x) and one token's Q8_K row y, with the float
+// steps of the assembly kernels: per block and row, the integer sum
+// Σ_j sc_j·Σ q·a scaled by d·dy and added, then the min term
+// dmin·dy·Σ_j m_j·bsum_j subtracted.
+func gemmQ4KR8Generic(x []byte, nb int, y []byte) [8]float32 {
+	var acc [8]float32
+	for b := range nb {
+		xb := x[b*packedQ4KBlock : (b+1)*packedQ4KBlock]
+		yb := y[b*dotSizeQ8K : (b+1)*dotSizeQ8K]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+		var bs [8]int32
+		for j := range bs {
+			bs[j] = int32(int16(binary.LittleEndian.Uint16(yb[260+4*j:]))) +
+				int32(int16(binary.LittleEndian.Uint16(yb[262+4*j:])))
+		}
+		for r := range PackRows {
+			var sum, mins int32
+			for j := range 8 {
+				c, shift := j/2, 4*(j%2)
+				var dot int32
+				for l := range 32 {
+					q := int32(xb[160+256*c+32*(l/4)+4*r+l%4] >> shift & 15)
+					dot += q * int32(int8(yb[4+32*j+l]))
+				}
+				sum += int32(xb[32+8*j+r]) * dot
+				mins += int32(xb[96+16*(j/2)+2*r+j%2]) * bs[j]
+			}
+			d := dotF16At(xb, 2*r)
+			dmin := dotF16At(xb, 16+2*r)
+			acc[r] += float32(float32(sum) * float32(d*dy))
+			acc[r] -= float32(float32(mins) * float32(dmin*dy))
+		}
+	}
+	return acc
+}
+
+// gemmPackedGeneric runs a group-and-token twin over a whole product.
+func gemmPackedGeneric(k *packedKernel, t Type, w, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+	nb := n / t.BlockSize()
+	gb := nb * k.block
+	for g := 0; g < rows/PackRows; g++ {
+		for j := range m {
+			res := k.twin(w[g*gb:(g+1)*gb], nb, act[j*lda:])
+			copy(out[j*ldo+g*PackRows:j*ldo+(g+1)*PackRows], res[:])
+		}
+	}
+}
+
+// gemmPackedLoops is the blocked loop of the assembly products: tokens in
+// blocks of about gemmTokenBytes of activations, groups in blocks of about
+// gemmRowBytes, each group of a block multiplied with the block's tokens
+// four at a time (x4) and the rest one at a time (x1). x4 and x1 compute
+// every token alike.
+func gemmPackedLoops(x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
+	x1 func(x *byte, nb int, y *byte, out *float32),
+	block, actBlock int, w, act []byte, lda int, out []float32, ldo int, rows, m, nb int) {
+	groups := rows / PackRows
+	gb := nb * block
+	_ = w[groups*gb-1]
+	_ = act[(m-1)*lda+nb*actBlock-1]
+	_ = out[(m-1)*ldo+rows-1]
+	tb := max(4, gemmTokenBytes/max(1, nb*actBlock)&^3)
+	rgb := max(1, gemmRowBytes/gb)
+	for j0 := 0; j0 < m; j0 += tb {
+		j1 := min(m, j0+tb)
+		for g0 := 0; g0 < groups; g0 += rgb {
+			for g := g0; g < min(groups, g0+rgb); g++ {
+				x := &w[g*gb]
+				j := j0
+				for ; j+4 <= j1; j += 4 {
+					x4(x, nb, &act[j*lda], lda, &out[j*ldo+g*PackRows], ldo)
+				}
+				for ; j < j1; j++ {
+					x1(x, nb, &act[j*lda], &out[j*ldo+g*PackRows])
+				}
+			}
+		}
+	}
+}
+
+// checkPacked checks the arguments of a PackedGemmFunc and returns the
+// blocks per row.
+func checkPacked(t Type, block int, w, act []byte, lda int, out []float32, ldo int, rows, m, n int) int {
+	bs := t.BlockSize()
+	if rows < 0 || rows%PackRows != 0 || n <= 0 || n%bs != 0 || m < 0 || lda < 0 || ldo < 0 {
+		panic(fmt.Sprintf("tensor: repacked %s product of %d rows, %d tokens of %d elements, strides %d, %d", t, rows, m, n, lda, ldo))
+	}
+	nb := n / bs
+	if rows == 0 || m == 0 {
+		return nb
+	}
+	ab := (m-1)*lda + nb*t.VecDotType().TypeSize()
+	if len(w) < rows/PackRows*nb*block || len(act) < ab || len(out) < (m-1)*ldo+rows || ldo < rows {
+		panic(fmt.Sprintf("tensor: repacked %s product of %d rows and %d tokens of %d elements: %d weight bytes, %d activation bytes, %d outputs (stride %d)",
+			t, rows, m, n, len(w), len(act), len(out), ldo))
+	}
+	return nb
+}
+
+// packQ80Block interleaves one Q8_0 block of each of eight rows.
+func packQ80Block(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 0)))
+		for g := range 8 {
+			copy(dst[32+32*g+4*r:32+32*g+4*r+4], x[2+4*g:2+4*g+4])
+		}
+	}
+}
+
+// unpackQ80Row rebuilds row r's Q8_0 block from a packed one (its scale
+// came from an f16 and converts back exactly).
+func unpackQ80Row(dst, src []byte, r int) {
+	binary.LittleEndian.PutUint16(dst, F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
+	for g := range 8 {
+		copy(dst[2+4*g:2+4*g+4], src[32+32*g+4*r:32+32*g+4*r+4])
+	}
+}
+
+// packQ50Block interleaves one Q5_0 block of each of eight rows, widened:
+// element l is (its nibble | its bit of qh << 4) − 16.
+func packQ50Block(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 0)))
+		qh := binary.LittleEndian.Uint32(x[2:])
+		for l := range 32 {
+			q := x[6+l%16] >> (4 * (l / 16)) & 15
+			v := int8(q|byte(qh>>l&1)<<4) - 16
+			dst[32+32*(l/4)+4*r+l%4] = byte(v)
+		}
+	}
+}
+
+// unpackQ50Row rebuilds row r's Q5_0 block from a widened one.
+func unpackQ50Row(dst, src []byte, r int) {
+	binary.LittleEndian.PutUint16(dst, F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
+	var qh uint32
+	clear(dst[6:22])
+	for l := range 32 {
+		v := byte(int8(src[32+32*(l/4)+4*r+l%4]) + 16)
+		dst[6+l%16] |= v & 15 << (4 * (l / 16))
+		qh |= uint32(v>>4&1) << l
+	}
+	binary.LittleEndian.PutUint32(dst[2:], qh)
+}
+
+// gemmQ8R8Generic is the pure-Go product of one group of eight rows in the
+// 8-bit layout (nb blocks at x) and one token's Q8_0 row y: per block and
+// row, the integer sum scaled by d·dy and added, as the single-row
+// kernels do.
+func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
+	var acc [8]float32
+	for b := range nb {
+		xb := x[b*packedQ8Block : (b+1)*packedQ8Block]
+		yb := y[b*dotSizeQ80 : (b+1)*dotSizeQ80]
+		dy := dotF16At(yb, 0)
+		for r := range PackRows {
+			var sum int32
+			for l := range 32 {
+				sum += int32(int8(xb[32+32*(l/4)+4*r+l%4])) * int32(int8(yb[2+l]))
+			}
+			d := math.Float32frombits(binary.LittleEndian.Uint32(xb[4*r:]))
+			acc[r] += float32(float32(sum) * float32(d*dy))
+		}
+	}
+	return acc
+}

@@ -1,0 +1,67 @@
+//go:build !purego
+
+package tensor
+
+// The repacked products' assembly kernels (repack_amd64.s).
+
+//go:noescape
+func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ4KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+//go:noescape
+func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+// gemmQ8R8Best is the product of 8-bit groups of this CPU (AVX2), or nil.
+var gemmQ8R8Best = func() PackedGemmFunc {
+	if !dotAVX2 {
+		return nil
+	}
+	return gemmQ8R8AVX2
+}()
+
+// packedImpls returns the packed products of t this CPU runs, whether or
+// not PackedGemm chooses them, for the tests.
+func packedImpls(t Type) map[string]PackedGemmFunc {
+	if !dotAVX2 {
+		return nil
+	}
+	switch t {
+	case Q4_K:
+		return map[string]PackedGemmFunc{"avx2": gemmQ4KR8AVX2}
+	case Q8_0, Q5_0:
+		return map[string]PackedGemmFunc{"avx2": gemmQ8R8AVX2}
+	}
+	return nil
+}
+
+func gemmQ8R8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+	nb := checkPacked(Q8_0, packedQ8Block, w, act, lda, out, ldo, rows, m, n)
+	if rows == 0 || m == 0 {
+		return
+	}
+	gemmPackedLoops(gemmQ8R8x4AVX2, gemmQ8R8x1AVX2, packedQ8Block, dotSizeQ80, w, act, lda, out, ldo, rows, m, nb)
+}
+
+// gemmQ4KR8Best is the repacked Q4_K product of this CPU (AVX2), or nil.
+// With AVX-512 VNNI there is none: the row-major tiles with sixteen tokens
+// in the vector lanes (gemmlanes_amd64.s) multiply prompts faster than the
+// AVX2 packed kernel, and repacking would leave them nothing to read.
+var gemmQ4KR8Best = func() PackedGemmFunc {
+	if !dotAVX2 || dotAVX512 {
+		return nil
+	}
+	return gemmQ4KR8AVX2
+}()
+
+func gemmQ4KR8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+	nb := checkPacked(Q4_K, packedQ4KBlock, w, act, lda, out, ldo, rows, m, n)
+	if rows == 0 || m == 0 {
+		return
+	}
+	gemmPackedLoops(gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2, packedQ4KBlock, dotSizeQ8K, w, act, lda, out, ldo, rows, m, nb)
+}
