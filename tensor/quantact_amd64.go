@@ -19,10 +19,22 @@ func quantQ8KAVX512(x *float32, nb int, dst *byte) bool
 //go:noescape
 func quantQ8_0AVX512(x *float32, nb int, dst *byte, ds *float32) bool
 
-// quantActFast runs the AVX-512 activation quantizers where they apply
-// (sizes already checked) and reports whether it did.
+// quantQ8KAVX2 is quantQ8KAVX512 for AVX2.
+//
+//go:noescape
+func quantQ8KAVX2(x *float32, nb int, dst *byte) bool
+
+// quantActFast runs the assembly activation quantizers where they apply
+// (sizes already checked) and reports whether it did: AVX-512 for Q8_0
+// and Q8_K, AVX2 for Q8_K.
 func quantActFast(t Type, src []float32, dst []byte) bool {
-	if !dotAVX512 || len(src) == 0 {
+	if len(src) == 0 {
+		return false
+	}
+	if !dotAVX512 {
+		if dotAVX2 && t == Q8_K {
+			return quantQ8KAVX2(&src[0], len(src)/256, &dst[0])
+		}
 		return false
 	}
 	switch t {
@@ -46,4 +58,6 @@ func quantActFast(t Type, src []float32, dst []byte) bool {
 }
 
 // quantActHasFast reports whether quantActFast handles t on this CPU.
-func quantActHasFast(t Type) bool { return dotAVX512 && (t == Q8_0 || t == Q8_K) }
+func quantActHasFast(t Type) bool {
+	return dotAVX512 && (t == Q8_0 || t == Q8_K) || dotAVX2 && t == Q8_K
+}

@@ -237,3 +237,201 @@ q80nan:
 	MOVB $0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// The AVX2 Q8_K quantizer: quantQ8KAVX512's steps on eight lanes. The
+// int32 quants, cut to int8, are packed to bytes with saturating packs
+// (exact for them) and a lane fix-up (VPERMD by q8kPerm).
+
+DATA q8kPerm<>+0(SB)/4, $0
+DATA q8kPerm<>+4(SB)/4, $4
+DATA q8kPerm<>+8(SB)/4, $1
+DATA q8kPerm<>+12(SB)/4, $5
+DATA q8kPerm<>+16(SB)/4, $2
+DATA q8kPerm<>+20(SB)/4, $6
+DATA q8kPerm<>+24(SB)/4, $3
+DATA q8kPerm<>+28(SB)/4, $7
+GLOBL q8kPerm<>(SB), RODATA|NOPTR, $32
+
+// AMAX2 folds the magnitudes of the 8 floats at j*32(SI) into Y0 and
+// their NaN lanes into Y7.
+#define AMAX2(j) \
+	VMOVUPS (j*32)(SI), Y1; \
+	VANDPS  Y15, Y1, Y2; \
+	VMAXPS  Y0, Y2, Y0; \
+	VCMPPS  $3, Y1, Y1, Y1; \
+	VORPS   Y1, Y7, Y7
+
+// QUANT2 leaves the int32 quants of the 8 floats at off(SI), scaled by Y4
+// (iscale), in Q, each cut to its low byte and sign-extended as the
+// reference's int8 conversion does (an infinite scale, from a subnormal
+// maximum, gives values far out of range).
+#define QUANT2(off, Q) \
+	VMULPS  off(SI), Y4, Q; \
+	VADDPS  Y14, Q, Q; \
+	VPAND   Y13, Q, Q; \
+	VPSUBD  Y12, Q, Q; \
+	VPMINSD Y11, Q, Q; \
+	VPSLLD  $24, Q, Q; \
+	VPSRAD  $24, Q, Q
+
+// QUANT32 writes the quants of the 32 floats of group k and the block sums
+// of its two 16-element halves.
+#define QUANT32(k) \
+	QUANT2((k*128), Y0); \
+	QUANT2((k*128+32), Y1); \
+	QUANT2((k*128+64), Y2); \
+	QUANT2((k*128+96), Y3); \
+	VPADDD     Y1, Y0, Y5; \
+	VPADDD     Y3, Y2, Y6; \
+	VPACKSSDW  Y1, Y0, Y0; \
+	VPACKSSDW  Y3, Y2, Y2; \
+	VPACKSSWB  Y2, Y0, Y0; \
+	VPERMD     Y0, Y10, Y0; \
+	VMOVDQU    Y0, (4+k*32)(DI); \
+	VPHADDD    Y6, Y5, Y5; \
+	VPHADDD    Y5, Y5, Y5; \
+	VEXTRACTI128 $1, Y5, X6; \
+	VPADDD     X6, X5, X5; \
+	VPACKSSDW  X5, X5, X5; \
+	VMOVD      X5, (260+k*4)(DI)
+
+// func quantQ8KAVX2(x *float32, nb int, dst *byte) bool
+TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-25
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVL $0x7FFFFFFF, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x4B400000, AX // 12582912 = 1.5·2²³
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x007FFFFF, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x00400000, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $127, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	VMOVDQU q8kPerm<>(SB), Y10
+	TESTQ CX, CX
+	JZ    k2ok
+
+k2block:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y7, Y7, Y7
+	AMAX2(0)
+	AMAX2(1)
+	AMAX2(2)
+	AMAX2(3)
+	AMAX2(4)
+	AMAX2(5)
+	AMAX2(6)
+	AMAX2(7)
+	AMAX2(8)
+	AMAX2(9)
+	AMAX2(10)
+	AMAX2(11)
+	AMAX2(12)
+	AMAX2(13)
+	AMAX2(14)
+	AMAX2(15)
+	AMAX2(16)
+	AMAX2(17)
+	AMAX2(18)
+	AMAX2(19)
+	AMAX2(20)
+	AMAX2(21)
+	AMAX2(22)
+	AMAX2(23)
+	AMAX2(24)
+	AMAX2(25)
+	AMAX2(26)
+	AMAX2(27)
+	AMAX2(28)
+	AMAX2(29)
+	AMAX2(30)
+	AMAX2(31)
+	VMOVMSKPS Y7, AX
+	TESTL     AX, AX
+	JNZ       k2nan
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS    X1, X0, X0
+	VXORPS    X1, X1, X1
+	VUCOMISS  X1, X0
+	JEQ       k2zero
+
+	// vmax: the first value whose magnitude is amax.
+	VBROADCASTSS X0, Y0
+	XORQ R8, R8
+
+k2find:
+	MOVQ      R8, R9
+	SHLQ      $5, R9
+	VANDPS    (SI)(R9*1), Y15, Y2
+	VCMPPS    $0, Y0, Y2, Y2
+	VMOVMSKPS Y2, AX
+	TESTL     AX, AX
+	JNZ       k2found
+	INCQ      R8
+	CMPQ      R8, $32
+	JB        k2find
+	JMP       k2nan // unreachable: amax is one of the magnitudes
+
+k2found:
+	BSFL   AX, AX
+	SHLQ   $3, R8
+	ADDQ   AX, R8
+	VMOVSS (SI)(R8*4), X3
+	MOVL   $0xC2FE0000, AX // -127
+	VMOVD  AX, X4
+	VDIVSS X3, X4, X4      // iscale = -127/vmax
+	MOVL   $0x3F800000, AX
+	VMOVD  AX, X5
+	VDIVSS X4, X5, X5      // d = 1/iscale
+	VMOVSS X5, (DI)
+	VBROADCASTSS X4, Y4
+	QUANT32(0)
+	QUANT32(1)
+	QUANT32(2)
+	QUANT32(3)
+	QUANT32(4)
+	QUANT32(5)
+	QUANT32(6)
+	QUANT32(7)
+
+k2next:
+	ADDQ $1024, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  k2block
+
+k2ok:
+	MOVB $1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+k2nan:
+	MOVB $0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+k2zero:
+	VPXOR   Y1, Y1, Y1
+	VMOVDQU Y1, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y1, 64(DI)
+	VMOVDQU Y1, 96(DI)
+	VMOVDQU Y1, 128(DI)
+	VMOVDQU Y1, 160(DI)
+	VMOVDQU Y1, 192(DI)
+	VMOVDQU Y1, 224(DI)
+	VMOVDQU Y1, 256(DI)
+	VMOVQ   X1, 284(DI)
+	JMP     k2next
