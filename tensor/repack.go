@@ -37,6 +37,11 @@ import (
 // 4g..4g+3 at 32 + 32g + 4r. The block is 288 bytes, a multiple of 32, so
 // no 32-byte load of an aligned matrix crosses a cache line.
 
+// Q6_K, for each of eight rows r and 16-element sub-blocks s: d[r] as
+// float32 ×8 · scale[s][r] int8 ×128 · low bits ×1024: for half h, part
+// j and slice g, row r's ql[64h+32j+4g … +3] at 160 + 512h + 256j + 32g +
+// 4r · high bits ×512: row r's qh[32h+4g … +3] at 1184 + 256h + 32g + 4r.
+
 // PackRows is the number of weight rows a repacked group interleaves.
 const PackRows = 8
 
@@ -45,6 +50,7 @@ const PackRows = 8
 const (
 	packedQ4KBlock = 32 + 64 + 64 + 1024
 	packedQ8Block  = 32 + 256
+	packedQ6KBlock = 32 + 128 + 1024 + 512
 )
 
 // PackedGemmFunc computes the products of the groups of a repacked matrix
@@ -71,8 +77,18 @@ func packedKernelOf(t Type) *packedKernel {
 		return &packedQ80
 	case Q5_0:
 		return &packedQ50
+	case Q6_K:
+		return &packedQ6K
 	}
 	return nil
+}
+
+var packedQ6K = packedKernel{
+	block: packedQ6KBlock,
+	pack:  packQ6KBlock,
+	row:   unpackQ6KRow,
+	twin:  gemmQ6KR8Generic,
+	gemm:  gemmQ6KR8Best,
 }
 
 var packedQ80 = packedKernel{
@@ -391,6 +407,80 @@ func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
 			var sum int32
 			for l := range 32 {
 				sum += int32(int8(xb[32+32*(l/4)+4*r+l%4])) * int32(int8(yb[2+l]))
+			}
+			d := math.Float32frombits(binary.LittleEndian.Uint32(xb[4*r:]))
+			acc[r] += float32(float32(sum) * float32(d*dy))
+		}
+	}
+	return acc
+}
+
+// packQ6KBlock interleaves one Q6_K block of each of eight rows.
+func packQ6KBlock(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 208)))
+		for s := range 16 {
+			dst[32+8*s+r] = x[192+s]
+		}
+		for h := range 2 {
+			for j := range 2 {
+				for g := range 8 {
+					o := 160 + 512*h + 256*j + 32*g + 4*r
+					copy(dst[o:o+4], x[64*h+32*j+4*g:64*h+32*j+4*g+4])
+				}
+			}
+			for g := range 8 {
+				o := 1184 + 256*h + 32*g + 4*r
+				copy(dst[o:o+4], x[128+32*h+4*g:128+32*h+4*g+4])
+			}
+		}
+	}
+}
+
+// unpackQ6KRow rebuilds row r's Q6_K block from a packed one.
+func unpackQ6KRow(dst, src []byte, r int) {
+	binary.LittleEndian.PutUint16(dst[208:], F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
+	for s := range 16 {
+		dst[192+s] = src[32+8*s+r]
+	}
+	for h := range 2 {
+		for j := range 2 {
+			for g := range 8 {
+				o := 160 + 512*h + 256*j + 32*g + 4*r
+				copy(dst[64*h+32*j+4*g:64*h+32*j+4*g+4], src[o:o+4])
+			}
+		}
+		for g := range 8 {
+			o := 1184 + 256*h + 32*g + 4*r
+			copy(dst[128+32*h+4*g:128+32*h+4*g+4], src[o:o+4])
+		}
+	}
+}
+
+// gemmQ6KR8Generic is the pure-Go product of one group of eight repacked
+// Q6_K rows (nb blocks at x) and one token's Q8_K row y, with the steps of
+// the assembly kernels: per block and row, Σ_s scale_s·(Σ q·a −
+// 32·bsums[s]) with the unsigned 6-bit q, scaled by d·dy and added.
+func gemmQ6KR8Generic(x []byte, nb int, y []byte) [8]float32 {
+	var acc [8]float32
+	for b := range nb {
+		xb := x[b*packedQ6KBlock : (b+1)*packedQ6KBlock]
+		yb := y[b*dotSizeQ8K : (b+1)*dotSizeQ8K]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+		for r := range PackRows {
+			var sum int32
+			for s := range 16 {
+				h, k, half := s/8, s%8/2, s%2
+				var dot int32
+				for l := 16 * half; l < 16*half+16; l++ {
+					g, i := l/4, l%4
+					lo := xb[160+512*h+256*(k%2)+32*g+4*r+i] >> (4 * (k / 2)) & 15
+					hi := xb[1184+256*h+32*g+4*r+i] >> (2 * k) & 3
+					q := int32(lo | hi<<4)
+					dot += q * int32(int8(yb[4+128*h+32*k+l]))
+				}
+				bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*s:])))
+				sum += int32(int8(xb[32+8*s+r])) * (dot - 32*bs)
 			}
 			d := math.Float32frombits(binary.LittleEndian.Uint32(xb[4*r:]))
 			acc[r] += float32(float32(sum) * float32(d*dy))

@@ -24,6 +24,30 @@ var gemmQ8R8Best = func() PackedGemmFunc {
 	return gemmQ8R8AVX2
 }()
 
+//go:noescape
+func gemmQ6KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ6KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+// gemmQ6KR8Best is the repacked Q6_K product of this CPU (AVX2), or nil:
+// none with AVX-512 VNNI, whose lanes tiles are faster for prompts (as
+// for Q4_K).
+var gemmQ6KR8Best = func() PackedGemmFunc {
+	if !dotAVX2 || dotAVX512 {
+		return nil
+	}
+	return gemmQ6KR8AVX2
+}()
+
+func gemmQ6KR8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+	nb := checkPacked(Q6_K, packedQ6KBlock, w, act, lda, out, ldo, rows, m, n)
+	if rows == 0 || m == 0 {
+		return
+	}
+	gemmPackedLoops(gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2, packedQ6KBlock, dotSizeQ8K, w, act, lda, out, ldo, rows, m, nb)
+}
+
 // packedImpls returns the packed products of t this CPU runs, whether or
 // not PackedGemm chooses them, for the tests.
 func packedImpls(t Type) map[string]PackedGemmFunc {
@@ -35,6 +59,8 @@ func packedImpls(t Type) map[string]PackedGemmFunc {
 		return map[string]PackedGemmFunc{"avx2": gemmQ4KR8AVX2}
 	case Q8_0, Q5_0:
 		return map[string]PackedGemmFunc{"avx2": gemmQ8R8AVX2}
+	case Q6_K:
+		return map[string]PackedGemmFunc{"avx2": gemmQ6KR8AVX2}
 	}
 	return nil
 }

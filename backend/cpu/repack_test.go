@@ -18,7 +18,7 @@ import (
 // row slices that break the groups of eight read the rows' own layout.
 func TestRepackedMatMul(t *testing.T) {
 	const rows, cols, n = 40, 512, 11
-	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q8_0, tensor.Q5_0} {
+	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.Q5_0} {
 		if _, ok := tensor.PackedGemm(typ); !ok {
 			t.Logf("%s: not repacked on this CPU", typ)
 			continue
