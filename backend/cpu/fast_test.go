@@ -291,6 +291,8 @@ func BenchmarkFastMatMul(b *testing.B) {
 // (streamRead), a plain read of the bytes a product must read, so that kernel GB/s over stream GB/s says how
 // close decode comes to the memory wall. The kernels prefetch ahead and
 // memmove does not, so a kernel may beat it: it bounds the wall from below.
+// Types the CPU repacks run once more on the repacked copy (…/packed/tN,
+// its bytes counted).
 func BenchmarkDecodeMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	{
@@ -319,7 +321,7 @@ func BenchmarkDecodeMatMul(b *testing.B) {
 	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0} {
 		const cols = 2048
 		small := quantMatrix(b, typ, randVec(r, 512*cols), 512, cols)
-		rows := (512 << 20) / small.RowBytes
+		rows := (512 << 20) / small.RowBytes &^ (tensor.PackRows - 1)
 		data := make([]byte, rows*small.RowBytes)
 		for off := 0; off < len(data); off += len(small.Data) {
 			copy(data[off:], small.Data)
@@ -329,16 +331,33 @@ func BenchmarkDecodeMatMul(b *testing.B) {
 			b.Fatal(err)
 		}
 		x, dst := randVec(r, cols), make([]float32, rows)
-		for _, workers := range []int{1, 2} {
-			c := NewFast(workers)
-			b.Run(fmt.Sprintf("%s/t%d", typ, workers), func(b *testing.B) {
-				b.SetBytes(int64(len(w.Data)))
-				b.ReportAllocs()
-				for b.Loop() {
-					c.MatMul(dst, x, 1, w)
+		layouts := []backend.Matrix{w}
+		if _, ok := tensor.PackedGemm(typ); ok && rows%tensor.PackRows == 0 {
+			// The repacked copy (what a model load makes by default).
+			pw := w
+			size, _ := tensor.PackedSize(typ, rows, cols)
+			pw.Packed = alignedBytes(int(size))
+			if err := tensor.Repack(typ, pw.Packed, w.Data, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+			layouts = append(layouts, pw)
+		}
+		for _, m := range layouts {
+			for _, workers := range []int{1, 2} {
+				c := NewFast(workers)
+				name, bytes := fmt.Sprintf("%s/t%d", typ, workers), len(m.Data)
+				if m.Packed != nil {
+					name, bytes = fmt.Sprintf("%s/packed/t%d", typ, workers), len(m.Packed)
 				}
-			})
-			c.close()
+				b.Run(name, func(b *testing.B) {
+					b.SetBytes(int64(bytes))
+					b.ReportAllocs()
+					for b.Loop() {
+						c.MatMul(dst, x, 1, m)
+					}
+				})
+				c.close()
+			}
 		}
 	}
 }
