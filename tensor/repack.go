@@ -202,6 +202,61 @@ func UnpackRow(t Type, dst, packed []byte, cols, r int) {
 	}
 }
 
+// sliceMap lists the 4-byte quant slices of a packed layout: slice i of
+// row r lies at at[i] + 4r in the packed block and at from[i] in the row's
+// own block.
+type sliceMap struct{ at, from []int }
+
+func (m *sliceMap) add(at, from int) {
+	m.at = append(m.at, at)
+	m.from = append(m.from, from)
+}
+
+// pack copies row r's slices from its block x into the packed block dst.
+func (m *sliceMap) pack(dst, x []byte, r int) {
+	for i, at := range m.at {
+		copy(dst[at+4*r:at+4*r+4], x[m.from[i]:m.from[i]+4])
+	}
+}
+
+// unpack copies row r's slices from the packed block src back to dst.
+func (m *sliceMap) unpack(dst, src []byte, r int) {
+	for i, at := range m.at {
+		copy(dst[m.from[i]:m.from[i]+4], src[at+4*r:at+4*r+4])
+	}
+}
+
+// The layouts' slices (see the tables at the top of the file).
+var (
+	q4kSlices = func() (m sliceMap) {
+		for c := range 4 {
+			for g := range 8 {
+				m.add(160+256*c+32*g, 16+32*c+4*g)
+			}
+		}
+		return m
+	}()
+	q80Slices = func() (m sliceMap) {
+		for g := range 8 {
+			m.add(32+32*g, 2+4*g)
+		}
+		return m
+	}()
+	q6kSlices = func() (m sliceMap) {
+		for h := range 2 {
+			for j := range 2 {
+				for g := range 8 {
+					m.add(160+512*h+256*j+32*g, 64*h+32*j+4*g)
+				}
+			}
+			for g := range 8 {
+				m.add(1184+256*h+32*g, 128+32*h+4*g)
+			}
+		}
+		return m
+	}()
+)
+
 // packQ4KBlock interleaves one Q4_K block of each of eight rows.
 func packQ4KBlock(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
@@ -215,12 +270,7 @@ func packQ4KBlock(dst []byte, rows [PackRows][]byte) {
 			dst[96+16*i+2*r] = byte(m[2*i])
 			dst[96+16*i+2*r+1] = byte(m[2*i+1])
 		}
-		for c := range 4 {
-			for g := range 8 {
-				o := 160 + 256*c + 32*g + 4*r
-				copy(dst[o:o+4], x[16+32*c+4*g:16+32*c+4*g+4])
-			}
-		}
+		q4kSlices.pack(dst, x, r)
 	}
 }
 
@@ -239,12 +289,7 @@ func unpackQ4KRow(dst, src []byte, r int) {
 		dst[8+j] = m[j] | m[j+4]>>4<<6
 		dst[12+j] = sc[j+4]&15 | m[j+4]&15<<4
 	}
-	for c := range 4 {
-		for g := range 8 {
-			o := 160 + 256*c + 32*g + 4*r
-			copy(dst[16+32*c+4*g:16+32*c+4*g+4], src[o:o+4])
-		}
-	}
+	q4kSlices.unpack(dst, src, r)
 }
 
 // gemmQ4KR8Generic is the pure-Go product of one group of eight repacked
@@ -351,9 +396,7 @@ func checkPacked(t Type, block int, w, act []byte, lda int, out []float32, ldo i
 func packQ80Block(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
 		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 0)))
-		for g := range 8 {
-			copy(dst[32+32*g+4*r:32+32*g+4*r+4], x[2+4*g:2+4*g+4])
-		}
+		q80Slices.pack(dst, x, r)
 	}
 }
 
@@ -361,9 +404,7 @@ func packQ80Block(dst []byte, rows [PackRows][]byte) {
 // came from an f16 and converts back exactly).
 func unpackQ80Row(dst, src []byte, r int) {
 	binary.LittleEndian.PutUint16(dst, F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
-	for g := range 8 {
-		copy(dst[2+4*g:2+4*g+4], src[32+32*g+4*r:32+32*g+4*r+4])
-	}
+	q80Slices.unpack(dst, src, r)
 }
 
 // packQ50Block interleaves one Q5_0 block of each of eight rows, widened:
@@ -422,18 +463,7 @@ func packQ6KBlock(dst []byte, rows [PackRows][]byte) {
 		for s := range 16 {
 			dst[32+8*s+r] = x[192+s]
 		}
-		for h := range 2 {
-			for j := range 2 {
-				for g := range 8 {
-					o := 160 + 512*h + 256*j + 32*g + 4*r
-					copy(dst[o:o+4], x[64*h+32*j+4*g:64*h+32*j+4*g+4])
-				}
-			}
-			for g := range 8 {
-				o := 1184 + 256*h + 32*g + 4*r
-				copy(dst[o:o+4], x[128+32*h+4*g:128+32*h+4*g+4])
-			}
-		}
+		q6kSlices.pack(dst, x, r)
 	}
 }
 
@@ -443,18 +473,7 @@ func unpackQ6KRow(dst, src []byte, r int) {
 	for s := range 16 {
 		dst[192+s] = src[32+8*s+r]
 	}
-	for h := range 2 {
-		for j := range 2 {
-			for g := range 8 {
-				o := 160 + 512*h + 256*j + 32*g + 4*r
-				copy(dst[64*h+32*j+4*g:64*h+32*j+4*g+4], src[o:o+4])
-			}
-		}
-		for g := range 8 {
-			o := 1184 + 256*h + 32*g + 4*r
-			copy(dst[128+32*h+4*g:128+32*h+4*g+4], src[o:o+4])
-		}
-	}
+	q6kSlices.unpack(dst, src, r)
 }
 
 // gemmQ6KR8Generic is the pure-Go product of one group of eight repacked

@@ -40,13 +40,7 @@ var gemmQ6KR8Best = func() PackedGemmFunc {
 	return gemmQ6KR8AVX2
 }()
 
-func gemmQ6KR8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
-	nb := checkPacked(Q6_K, packedQ6KBlock, w, act, lda, out, ldo, rows, m, n)
-	if rows == 0 || m == 0 {
-		return
-	}
-	gemmPackedLoops(gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2, packedQ6KBlock, dotSizeQ8K, w, act, lda, out, ldo, rows, m, nb)
-}
+var gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
 
 // packedImpls returns the packed products of t this CPU runs, whether or
 // not PackedGemm chooses them, for the tests.
@@ -65,13 +59,7 @@ func packedImpls(t Type) map[string]PackedGemmFunc {
 	return nil
 }
 
-func gemmQ8R8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
-	nb := checkPacked(Q8_0, packedQ8Block, w, act, lda, out, ldo, rows, m, n)
-	if rows == 0 || m == 0 {
-		return
-	}
-	gemmPackedLoops(gemmQ8R8x4AVX2, gemmQ8R8x1AVX2, packedQ8Block, dotSizeQ80, w, act, lda, out, ldo, rows, m, nb)
-}
+var gemmQ8R8AVX2 = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
 
 // gemmQ4KR8Best is the repacked Q4_K product of this CPU (AVX2), or nil.
 // With AVX-512 VNNI there is none: the row-major tiles with sixteen tokens
@@ -84,10 +72,19 @@ var gemmQ4KR8Best = func() PackedGemmFunc {
 	return gemmQ4KR8AVX2
 }()
 
-func gemmQ4KR8AVX2(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
-	nb := checkPacked(Q4_K, packedQ4KBlock, w, act, lda, out, ldo, rows, m, n)
-	if rows == 0 || m == 0 {
-		return
+var gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
+
+// packedAVX2 returns the product of a packed layout (block bytes a group's
+// block, actBlock bytes an activation block) by its AVX2 kernels of four
+// tokens (x4) and one (x1).
+func packedAVX2(t Type, block, actBlock int,
+	x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
+	x1 func(x *byte, nb int, y *byte, out *float32)) PackedGemmFunc {
+	return func(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
+		nb := checkPacked(t, block, w, act, lda, out, ldo, rows, m, n)
+		if rows == 0 || m == 0 {
+			return
+		}
+		gemmPackedLoops(x4, x1, block, actBlock, w, act, lda, out, ldo, rows, m, nb)
 	}
-	gemmPackedLoops(gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2, packedQ4KBlock, dotSizeQ8K, w, act, lda, out, ldo, rows, m, nb)
 }

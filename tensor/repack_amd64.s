@@ -237,6 +237,114 @@ GLOBL r6Dup<>(SB), RODATA|NOPTR, $32
 	VCVTDQ2PS    ACC, ACC; \
 	VFMADD231PS  Y4, ACC, FACC
 
+// Q6SCALES expands the block's scales to sign-extended word pairs and
+// its scale pairs to words, on the stack.
+#define Q6SCALES \
+	VPBROADCASTQ 32(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 0(SP); \
+	VPBROADCASTQ 40(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 32(SP); \
+	VPBROADCASTQ 48(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 64(SP); \
+	VPBROADCASTQ 56(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 96(SP); \
+	VPBROADCASTQ 64(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 128(SP); \
+	VPBROADCASTQ 72(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 160(SP); \
+	VPBROADCASTQ 80(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 192(SP); \
+	VPBROADCASTQ 88(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 224(SP); \
+	VPBROADCASTQ 96(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 256(SP); \
+	VPBROADCASTQ 104(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 288(SP); \
+	VPBROADCASTQ 112(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 320(SP); \
+	VPBROADCASTQ 120(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 352(SP); \
+	VPBROADCASTQ 128(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 384(SP); \
+	VPBROADCASTQ 136(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 416(SP); \
+	VPBROADCASTQ 144(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 448(SP); \
+	VPBROADCASTQ 152(SI), Y0; \
+	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
+	VPSRAW       $8, Y0, Y0; \
+	VMOVDQU      Y0, 480(SP); \
+	VMOVQ        32(SI), X0; \
+	VMOVQ        40(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 512(SP); \
+	VMOVQ        48(SI), X0; \
+	VMOVQ        56(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 544(SP); \
+	VMOVQ        64(SI), X0; \
+	VMOVQ        72(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 576(SP); \
+	VMOVQ        80(SI), X0; \
+	VMOVQ        88(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 608(SP); \
+	VMOVQ        96(SI), X0; \
+	VMOVQ        104(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 640(SP); \
+	VMOVQ        112(SI), X0; \
+	VMOVQ        120(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 672(SP); \
+	VMOVQ        128(SI), X0; \
+	VMOVQ        136(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 704(SP); \
+	VMOVQ        144(SI), X0; \
+	VMOVQ        152(SI), X1; \
+	VPUNPCKLBW   X1, X0, X0; \
+	VPMOVSXBW    X0, Y0; \
+	VMOVDQU      Y0, 736(SP)
+
 // func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 TEXT ·gemmQ4KR8x4AVX2(SB), NOSPLIT, $512-48
 	MOVQ x+0(FP), SI
@@ -752,110 +860,7 @@ TEXT ·gemmQ6KR8x4AVX2(SB), 0, $768-48
 	BCAST8($0x30303030, X7, Y7)
 
 q6x4loop:
-	VPBROADCASTQ 32(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 0(SP)
-	VPBROADCASTQ 40(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 32(SP)
-	VPBROADCASTQ 48(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 64(SP)
-	VPBROADCASTQ 56(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 96(SP)
-	VPBROADCASTQ 64(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 128(SP)
-	VPBROADCASTQ 72(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 160(SP)
-	VPBROADCASTQ 80(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 192(SP)
-	VPBROADCASTQ 88(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 224(SP)
-	VPBROADCASTQ 96(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 256(SP)
-	VPBROADCASTQ 104(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 288(SP)
-	VPBROADCASTQ 112(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 320(SP)
-	VPBROADCASTQ 120(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 352(SP)
-	VPBROADCASTQ 128(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 384(SP)
-	VPBROADCASTQ 136(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 416(SP)
-	VPBROADCASTQ 144(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 448(SP)
-	VPBROADCASTQ 152(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 480(SP)
-	VMOVQ        32(SI), X0
-	VMOVQ        40(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 512(SP)
-	VMOVQ        48(SI), X0
-	VMOVQ        56(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 544(SP)
-	VMOVQ        64(SI), X0
-	VMOVQ        72(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 576(SP)
-	VMOVQ        80(SI), X0
-	VMOVQ        88(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 608(SP)
-	VMOVQ        96(SI), X0
-	VMOVQ        104(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 640(SP)
-	VMOVQ        112(SI), X0
-	VMOVQ        120(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 672(SP)
-	VMOVQ        128(SI), X0
-	VMOVQ        136(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 704(SP)
-	VMOVQ        144(SI), X0
-	VMOVQ        152(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 736(SP)
+	Q6SCALES
 	VPXOR   Y12, Y12, Y12
 	VPXOR   Y13, Y13, Y13
 	VPXOR   Y14, Y14, Y14
@@ -1460,110 +1465,7 @@ TEXT ·gemmQ6KR8x1AVX2(SB), 0, $768-32
 	BCAST8($0x30303030, X7, Y7)
 
 q6x1loop:
-	VPBROADCASTQ 32(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 0(SP)
-	VPBROADCASTQ 40(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 32(SP)
-	VPBROADCASTQ 48(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 64(SP)
-	VPBROADCASTQ 56(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 96(SP)
-	VPBROADCASTQ 64(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 128(SP)
-	VPBROADCASTQ 72(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 160(SP)
-	VPBROADCASTQ 80(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 192(SP)
-	VPBROADCASTQ 88(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 224(SP)
-	VPBROADCASTQ 96(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 256(SP)
-	VPBROADCASTQ 104(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 288(SP)
-	VPBROADCASTQ 112(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 320(SP)
-	VPBROADCASTQ 120(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 352(SP)
-	VPBROADCASTQ 128(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 384(SP)
-	VPBROADCASTQ 136(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 416(SP)
-	VPBROADCASTQ 144(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 448(SP)
-	VPBROADCASTQ 152(SI), Y0
-	VPSHUFB      r6Dup<>(SB), Y0, Y0
-	VPSRAW       $8, Y0, Y0
-	VMOVDQU      Y0, 480(SP)
-	VMOVQ        32(SI), X0
-	VMOVQ        40(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 512(SP)
-	VMOVQ        48(SI), X0
-	VMOVQ        56(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 544(SP)
-	VMOVQ        64(SI), X0
-	VMOVQ        72(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 576(SP)
-	VMOVQ        80(SI), X0
-	VMOVQ        88(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 608(SP)
-	VMOVQ        96(SI), X0
-	VMOVQ        104(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 640(SP)
-	VMOVQ        112(SI), X0
-	VMOVQ        120(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 672(SP)
-	VMOVQ        128(SI), X0
-	VMOVQ        136(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 704(SP)
-	VMOVQ        144(SI), X0
-	VMOVQ        152(SI), X1
-	VPUNPCKLBW   X1, X0, X0
-	VPMOVSXBW    X0, Y0
-	VMOVDQU      Y0, 736(SP)
+	Q6SCALES
 	VPXOR   Y12, Y12, Y12
 	PREFETCHT0 (DOTPF+0)(SI)
 	PREFETCHT0 (DOTPF+64)(SI)
