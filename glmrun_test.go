@@ -16,6 +16,7 @@ import (
 	"github.com/glmrun/glmrun/model/chat"
 	"github.com/glmrun/glmrun/model/sample"
 	"github.com/glmrun/glmrun/model/tokenizer"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // goldenRef is the part of a llama.cpp logits ref the generation tests use.
@@ -667,5 +668,33 @@ func TestCacheType(t *testing.T) {
 	}
 	if sizes[""] != sizes["f16"] || sizes["f16"] != sizes["bf16"] || 2*sizes["f16"] != sizes["f32"] {
 		t.Errorf("cache bytes %v: want f16 by default, half of f32's", sizes)
+	}
+}
+
+// TestRepackedBytes: a fast-path model reports the weights its CPU device
+// repacked (where the CPU has packed kernels for the bundled Q8_0 file),
+// and NoRepack, BatchInvariant and Exact load none.
+func TestRepackedBytes(t *testing.T) {
+	_, packs := tensor.PackedGemm(tensor.Q8_0)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want bool
+	}{
+		{"default", Options{Threads: 1}, packs},
+		{"no-repack", Options{Threads: 1, NoRepack: true}, false},
+		{"batch-invariant", Options{Threads: 1, BatchInvariant: true}, false},
+		{"exact", Options{Threads: 1, Exact: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Load(testmodels.Path(t, mini), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if got := m.RepackedBytes() > 0; got != tc.want {
+				t.Errorf("RepackedBytes %d, want repacked %v", m.RepackedBytes(), tc.want)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // genRef is the part of a llama.cpp P1 ref the generation tests use.
@@ -341,5 +342,24 @@ func TestGenerateGrammarFlags(t *testing.T) {
 		if code, _, errs := runCLI(t, append([]string{"-p", "x"}, c.args...)...); code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, %s; want 2 and %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestNoRepack: the fast path repacks the bundled Q8_0 weights where the
+// CPU has packed kernels and says so on stderr; --no-repack keeps the
+// file's layout and says nothing. (That both layouts give the same logits
+// within rounding is the backend's and the model's tests.)
+func TestNoRepack(t *testing.T) {
+	args := []string{"-m", tokModel, "-p", "1 2 3 4 5", "--temp", "0", "-n", "6", "--ignore-eos", "--no-display-prompt"}
+	code, packed, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, ok := tensor.PackedGemm(tensor.Q8_0); ok != strings.Contains(errs, "glmrun: repacked ") {
+		t.Errorf("packed kernels %v, stderr:\n%s", ok, errs)
+	}
+	code, plain, errs := runCLI(t, append(args, "--no-repack")...)
+	if code != 0 || strings.Contains(errs, "repacked") || plain == "" || packed == "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, plain, errs)
 	}
 }
