@@ -173,14 +173,23 @@ func prefetch(b []byte) {
 //go:noescape
 func swigluAVX512(dst, gate, up *float32, n int)
 
-// swigluVec computes swigluGeneric on the longest prefix of whole 16-value
-// vectors where the CPU has AVX-512 and returns its length.
+//go:noescape
+func swigluAVX2(dst, gate, up *float32, n int)
+
+// swigluVec computes swigluGeneric on the longest prefix of whole vectors
+// (16 values with AVX-512, 8 with AVX2) and returns its length.
 func swigluVec(dst, gate, up []float32) int {
-	n := len(dst) &^ 15
-	if !useAVX512 || n == 0 {
+	if useAVX512 {
+		n := len(dst) &^ 15
+		if n > 0 {
+			swigluAVX512(&dst[0], &gate[:n][0], &up[:n][0], n)
+		}
+		return n
+	}
+	n := len(dst) &^ 7
+	if !useAVX2 || n == 0 {
 		return 0
 	}
-	gate, up = gate[:n], up[:n]
-	swigluAVX512(&dst[0], &gate[0], &up[0], n)
+	swigluAVX2(&dst[0], &gate[:n][0], &up[:n][0], n)
 	return n
 }
