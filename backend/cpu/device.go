@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"unsafe"
 
@@ -201,7 +200,10 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 			d.packed += size
 			d.mu.Unlock()
 			if m.Mapped {
-				dropPages(m.Data)
+				// The copy is what is read now: the file's pages leave the
+				// resident set (a later read, of a neighbour's part of a
+				// shared page say, faults them back in).
+				_ = mmap.DontNeedWithin(m.Data)
 			}
 			return &weight{m}, nil
 		}
@@ -210,20 +212,6 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 		return nil, err
 	}
 	return &weight{m}, nil
-}
-
-// dropPages tells the system that the whole pages of the mapped file data
-// b will not be read (the copy is): they leave the resident set, and a
-// later read, of a neighbouring tensor's part of a shared page say, reads
-// them back.
-func dropPages(b []byte) {
-	page := uintptr(os.Getpagesize())
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + page - 1) / page * page
-	hi := (start + uintptr(len(b))) / page * page
-	if hi > lo {
-		_ = mmap.DontNeed(b[lo-start : hi-start])
-	}
 }
 
 // alignedBytes returns n bytes starting on a 64-byte boundary, so that the

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
-	"unsafe"
 
 	"github.com/glmrun/glmrun/gguf"
 	"github.com/glmrun/glmrun/internal/mmap"
@@ -455,14 +454,10 @@ func quantConvertRows(j *quantJob, x []float32) error {
 // would otherwise grow to the size of the model (llama-quantize unmaps
 // each tensor for the same reason). It is only advice; errors are ignored.
 func quantReleasePages(b []byte) {
-	page := uintptr(os.Getpagesize())
-	if len(b) < int(2*page) {
+	if len(b) < 2*os.Getpagesize() {
 		return
 	}
-	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start := int((page - addr%page) % page)
-	end := start + (len(b)-start)/int(page)*int(page)
-	_ = mmap.DontNeed(b[start:end])
+	_ = mmap.DontNeedWithin(b)
 }
 
 // quantGetBuf returns a buffer of n bytes, reusing a returned one when it is

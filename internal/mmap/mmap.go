@@ -6,6 +6,7 @@ package mmap
 import (
 	"fmt"
 	"os"
+	"unsafe"
 )
 
 // File maps the first size bytes of f read-only (size > 0). The mapping
@@ -34,4 +35,18 @@ func DontNeed(b []byte) error {
 		return nil
 	}
 	return dontNeed(b)
+}
+
+// DontNeedWithin is DontNeed for the pages wholly inside b, a part of a
+// mapping that need not be page-aligned (one tensor's bytes): the pages it
+// shares with its neighbours stay.
+func DontNeedWithin(b []byte) error {
+	page := uintptr(os.Getpagesize())
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start := (page - addr%page) % page
+	if uintptr(len(b)) <= start {
+		return nil
+	}
+	end := start + (uintptr(len(b))-start)/page*page
+	return DontNeed(b[start:end])
 }

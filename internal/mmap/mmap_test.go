@@ -32,6 +32,15 @@ func TestFile(t *testing.T) {
 	if !bytes.Equal(b, want) {
 		t.Fatal("the mapping changed after DontNeed")
 	}
+	// Unaligned parts: less than a page inside, and one spanning pages.
+	for _, r := range [][2]int{{1, 10}, {3, 3 * page / 2}, {page - 1, 2*page + 1}, {0, len(b)}} {
+		if err := DontNeedWithin(b[r[0]:r[1]]); err != nil {
+			t.Errorf("DontNeedWithin(b[%d:%d]): %v", r[0], r[1], err)
+		}
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatal("the mapping changed after DontNeedWithin")
+	}
 	if err := Unmap(b); err != nil {
 		t.Errorf("Unmap: %v", err)
 	}
