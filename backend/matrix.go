@@ -64,12 +64,20 @@ func (m Matrix) Slice(row, n int) Matrix {
 	s := m
 	s.Rows = n
 	s.Data = m.Data[row*m.RowBytes : (row+n)*m.RowBytes]
-	s.Packed = nil
-	if m.Packed != nil && row%tensor.PackRows == 0 && n%tensor.PackRows == 0 {
-		gb := len(m.Packed) / (m.Rows / tensor.PackRows)
-		s.Packed = m.Packed[row/tensor.PackRows*gb : (row+n)/tensor.PackRows*gb]
-	}
+	s.Packed = m.PackedRows(row, row+n)
 	return s
+}
+
+// PackedRows returns the groups of Packed that hold rows [lo, hi), or nil
+// when there is no packed copy or the range cuts a group of
+// tensor.PackRows rows.
+func (m Matrix) PackedRows(lo, hi int) []byte {
+	const pr = tensor.PackRows
+	if m.Packed == nil || lo%pr != 0 || hi%pr != 0 {
+		return nil
+	}
+	gb := len(m.Packed) / (m.Rows / pr)
+	return m.Packed[lo/pr*gb : hi/pr*gb]
 }
 
 // Row returns the bytes of row r.

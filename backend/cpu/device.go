@@ -191,8 +191,8 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 			if err := d.reserve(size, "weight "+m.Name+" (repacked)"); err != nil {
 				return nil, err
 			}
-			m.Packed = alignedBytes(int(size))
-			if err := tensor.Repack(m.Type, m.Packed, m.Data, m.Rows, m.Cols); err != nil {
+			m, err = withPacked(m, size)
+			if err != nil {
 				d.release(size)
 				return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
 			}
@@ -212,6 +212,13 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 		return nil, err
 	}
 	return &weight{m}, nil
+}
+
+// withPacked returns m with its repacked copy (size bytes, from
+// tensor.PackedSize) in Packed.
+func withPacked(m backend.Matrix, size int64) (backend.Matrix, error) {
+	m.Packed = alignedBytes(int(size))
+	return m, tensor.Repack(m.Type, m.Packed, m.Data, m.Rows, m.Cols)
 }
 
 // alignedBytes returns n bytes starting on a 64-byte boundary, so that the

@@ -334,10 +334,9 @@ func BenchmarkDecodeMatMul(b *testing.B) {
 		layouts := []backend.Matrix{w}
 		if _, ok := tensor.PackedGemm(typ); ok && rows%tensor.PackRows == 0 {
 			// The repacked copy (what a model load makes by default).
-			pw := w
 			size, _ := tensor.PackedSize(typ, rows, cols)
-			pw.Packed = alignedBytes(int(size))
-			if err := tensor.Repack(typ, pw.Packed, w.Data, rows, cols); err != nil {
+			pw, err := withPacked(w, size)
+			if err != nil {
 				b.Fatal(err)
 			}
 			layouts = append(layouts, pw)

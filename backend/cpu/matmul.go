@@ -348,10 +348,8 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	const pr = tensor.PackRows
-	if w.Packed != nil && k.packed != nil && lo%pr == 0 && hi%pr == 0 {
-		gb := len(w.Packed) / (w.Rows / pr)
-		k.packed(w.Packed[lo/pr*gb:hi/pr*gb], act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	if p := w.PackedRows(lo, hi); p != nil && k.packed != nil {
+		k.packed(p, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
 	} else if n == 1 && !k.streams {
 		// One token reads each weight byte once, from memory: fetch the
 		// next rows while this block computes, so that the kernel's work
@@ -422,7 +420,7 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 // kernel is the fast product for one weight type.
 type kernel struct {
 	gemm    tensor.GemmFunc
-	packed  tensor.PackedGemmFunc // the product of repacked weights (not batch-invariant), or nil
+	packed  tensor.PackedGemmFunc // the product of repacked weights (default products only: not DotKernel's bits), or nil
 	tile    int
 	act     tensor.Type // the activations' type
 	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
