@@ -190,8 +190,8 @@ func Repack(t Type, dst, data []byte, rows, cols int) error {
 }
 
 // UnpackRow writes row r of a repacked matrix (rows of cols elements of
-// type t) to dst in the type's own layout: the inverse of Repack, for the
-// rows that are read rather than multiplied.
+// type t) to dst in the type's own layout: the inverse of Repack, which
+// shows that the layout keeps every byte of the file's.
 func UnpackRow(t Type, dst, packed []byte, cols, r int) {
 	k := packedKernelOf(t)
 	nb, ts := cols/t.BlockSize(), t.TypeSize()
@@ -327,18 +327,6 @@ func gemmQ4KR8Generic(x []byte, nb int, y []byte) [8]float32 {
 		}
 	}
 	return acc
-}
-
-// gemmPackedGeneric runs a group-and-token twin over a whole product.
-func gemmPackedGeneric(k *packedKernel, t Type, w, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
-	nb := n / t.BlockSize()
-	gb := nb * k.block
-	for g := 0; g < rows/PackRows; g++ {
-		for j := range m {
-			res := k.twin(w[g*gb:(g+1)*gb], nb, act[j*lda:])
-			copy(out[j*ldo+g*PackRows:j*ldo+(g+1)*PackRows], res[:])
-		}
-	}
 }
 
 // gemmPackedLoops is the blocked loop of the assembly products: tokens in

@@ -2,7 +2,8 @@
 
 package tensor
 
-// The repacked products' assembly kernels (repack_amd64.s).
+// The repacked products' assembly kernels (repack_amd64.s): four tokens
+// (x4) and one (x1) against a group of eight rows.
 
 //go:noescape
 func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
@@ -11,36 +12,43 @@ func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 func gemmQ4KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
 //go:noescape
-func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
-
-//go:noescape
-func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
-
-// gemmQ8R8Best is the product of 8-bit groups of this CPU (AVX2), or nil.
-var gemmQ8R8Best = func() PackedGemmFunc {
-	if !dotAVX2 {
-		return nil
-	}
-	return gemmQ8R8AVX2
-}()
-
-//go:noescape
 func gemmQ6KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 
 //go:noescape
 func gemmQ6KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
-// gemmQ6KR8Best is the repacked Q6_K product of this CPU (AVX2), or nil:
-// none with AVX-512 VNNI, whose lanes tiles are faster for prompts (as
-// for Q4_K).
-var gemmQ6KR8Best = func() PackedGemmFunc {
-	if !dotAVX2 || dotAVX512 {
+//go:noescape
+func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+// The AVX2 products of each layout (the 8-bit one serves Q8_0 and the
+// widened Q5_0).
+var (
+	gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
+	gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
+	gemmQ8R8AVX2  = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
+)
+
+// The product each layout uses on this CPU, or nil (then it is not
+// repacked). Q4_K and Q6_K have none with AVX-512 VNNI: the row-major tiles
+// with sixteen tokens in the vector lanes (gemmlanes_amd64.s) multiply
+// prompts faster than the AVX2 packed kernels, and repacking would leave
+// them nothing to read.
+var (
+	gemmQ4KR8Best = packedOn(gemmQ4KR8AVX2, dotAVX2 && !dotAVX512)
+	gemmQ6KR8Best = packedOn(gemmQ6KR8AVX2, dotAVX2 && !dotAVX512)
+	gemmQ8R8Best  = packedOn(gemmQ8R8AVX2, dotAVX2)
+)
+
+// packedOn returns f where use holds, else nil.
+func packedOn(f PackedGemmFunc, use bool) PackedGemmFunc {
+	if !use {
 		return nil
 	}
-	return gemmQ6KR8AVX2
-}()
-
-var gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
+	return f
+}
 
 // packedImpls returns the packed products of t this CPU runs, whether or
 // not PackedGemm chooses them, for the tests.
@@ -51,28 +59,13 @@ func packedImpls(t Type) map[string]PackedGemmFunc {
 	switch t {
 	case Q4_K:
 		return map[string]PackedGemmFunc{"avx2": gemmQ4KR8AVX2}
-	case Q8_0, Q5_0:
-		return map[string]PackedGemmFunc{"avx2": gemmQ8R8AVX2}
 	case Q6_K:
 		return map[string]PackedGemmFunc{"avx2": gemmQ6KR8AVX2}
+	case Q8_0, Q5_0:
+		return map[string]PackedGemmFunc{"avx2": gemmQ8R8AVX2}
 	}
 	return nil
 }
-
-var gemmQ8R8AVX2 = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
-
-// gemmQ4KR8Best is the repacked Q4_K product of this CPU (AVX2), or nil.
-// With AVX-512 VNNI there is none: the row-major tiles with sixteen tokens
-// in the vector lanes (gemmlanes_amd64.s) multiply prompts faster than the
-// AVX2 packed kernel, and repacking would leave them nothing to read.
-var gemmQ4KR8Best = func() PackedGemmFunc {
-	if !dotAVX2 || dotAVX512 {
-		return nil
-	}
-	return gemmQ4KR8AVX2
-}()
-
-var gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
 
 // packedAVX2 returns the product of a packed layout (block bytes a group's
 // block, actBlock bytes an activation block) by its AVX2 kernels of four
