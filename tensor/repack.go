@@ -133,10 +133,16 @@ func PackedGemm(t Type) (PackedGemmFunc, bool) {
 // or the shape does not fit it (rows a multiple of PackRows, cols of whole
 // blocks).
 func PackedSize(t Type, rows, cols int) (int64, error) {
-	k := packedKernelOf(t)
-	if k == nil || k.gemm == nil {
+	if k := packedKernelOf(t); k == nil || k.gemm == nil {
 		return 0, fmt.Errorf("tensor: no repacked layout for %s on this CPU", t)
 	}
+	return layoutSize(t, rows, cols)
+}
+
+// layoutSize is PackedSize for a type with a layout, whether or not this
+// CPU has its product.
+func layoutSize(t Type, rows, cols int) (int64, error) {
+	k := packedKernelOf(t)
 	bs := t.BlockSize()
 	if rows <= 0 || rows%PackRows != 0 || cols <= 0 || cols%bs != 0 {
 		return 0, fmt.Errorf("tensor: %s matrix of %d x %d cannot be repacked: rows must be a multiple of %d and columns of %d",
@@ -149,7 +155,16 @@ func PackedSize(t Type, rows, cols int) (int64, error) {
 // row after the other as in a GGUF file) to dst in the repacked layout;
 // dst must hold PackedSize bytes.
 func Repack(t Type, dst, data []byte, rows, cols int) error {
-	size, err := PackedSize(t, rows, cols)
+	if _, err := PackedSize(t, rows, cols); err != nil {
+		return err
+	}
+	return repackLayout(t, dst, data, rows, cols)
+}
+
+// repackLayout is Repack for a type with a layout, whether or not this CPU
+// has its product (the tests check the layout everywhere).
+func repackLayout(t Type, dst, data []byte, rows, cols int) error {
+	size, err := layoutSize(t, rows, cols)
 	if err != nil {
 		return err
 	}

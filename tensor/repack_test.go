@@ -35,22 +35,10 @@ func newPackedCase(t *testing.T, wt Type, rows, m, nb int, f *dotFill, r *rand.R
 		copy(c.act[j*c.lda:], dotActs(wt, nb, f, r))
 	}
 	c.packed = make([]byte, rows/PackRows*nb*c.k.block)
-	if err := repackAnyCPU(wt, c.packed, c.data, rows, nb*wt.BlockSize()); err != nil {
+	if err := repackLayout(wt, c.packed, c.data, rows, nb*wt.BlockSize()); err != nil {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// repackAnyCPU is Repack without the check that this CPU has the packed
-// product, so that the layout and its twin are tested everywhere.
-func repackAnyCPU(wt Type, dst, data []byte, rows, cols int) error {
-	k := packedKernelOf(wt)
-	saved := k.gemm
-	if k.gemm == nil {
-		k.gemm = func([]byte, []byte, int, []float32, int, int, int, int) {}
-	}
-	defer func() { k.gemm = saved }()
-	return Repack(wt, dst, data, rows, cols)
 }
 
 // TestRepackRoundTrip checks that UnpackRow gives every row back as it was.
@@ -193,7 +181,7 @@ func BenchmarkPackedGemm(b *testing.B) {
 		nb := n / wt.BlockSize()
 		w := dotWeights(wt, rows*nb, &dotFills[0], r)
 		pw := make([]byte, rows/PackRows*nb*packedKernelOf(wt).block)
-		if err := repackAnyCPU(wt, pw, w, rows, n); err != nil {
+		if err := repackLayout(wt, pw, w, rows, n); err != nil {
 			b.Fatal(err)
 		}
 		for _, m := range []int{1, 4, 128} {
