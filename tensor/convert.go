@@ -45,7 +45,7 @@ func CanDequantize(t Type) bool {
 	case F32, F16, BF16, F64, I8, I16, I32, I64,
 		Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
 		Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K,
-		IQ4_NL, IQ4_XS:
+		IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M:
 		return true
 	}
 	return false
@@ -118,6 +118,20 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 		dequantIQ4NL(src, dst)
 	case IQ4_XS:
 		dequantIQ4XS(src, dst)
+	case IQ2_XXS:
+		dequantIQ2XXS(src, dst)
+	case IQ2_XS:
+		dequantIQ2XS(src, dst)
+	case IQ2_S:
+		dequantIQ2S(src, dst)
+	case IQ3_XXS:
+		dequantIQ3XXS(src, dst)
+	case IQ3_S:
+		dequantIQ3S(src, dst)
+	case IQ1_S:
+		dequantIQ1S(src, dst)
+	case IQ1_M:
+		dequantIQ1M(src, dst)
 	}
 	return nil
 }

@@ -157,7 +157,8 @@ func TestDequantizeGolden(t *testing.T) {
 	t.Logf("types checked against llama.cpp: %s", strings.Join(names, " "))
 	for _, ty := range []tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q4_0, tensor.Q4_1,
 		tensor.Q5_0, tensor.Q5_1, tensor.Q8_0, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K,
-		tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+		tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS, tensor.IQ2_XXS, tensor.IQ2_XS, tensor.IQ2_S,
+		tensor.IQ3_XXS, tensor.IQ3_S, tensor.IQ1_S, tensor.IQ1_M} {
 		if !covered[ty] && !t.Failed() && !testing.Short() {
 			t.Errorf("type %s is not covered by any test model", ty)
 		}

@@ -10,10 +10,10 @@ import (
 
 // implemented lists every type Dequantize converts.
 var implemented = []Type{F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
-	Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS}
+	Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M}
 
 // unsupported lists the known types Dequantize refuses.
-var unsupported = []Type{IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ3_S, IQ2_S, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4}
+var unsupported = []Type{TQ1_0, TQ2_0, MXFP4, NVFP4}
 
 // refElem computes element k of one block b of type t straight from the
 // per-element formulas of docs/FILE-LAYOUTS.md section 3, rounding each
@@ -138,8 +138,110 @@ func refElem(t Type, b []byte, k int) float32 {
 		ls := int(b[4+j/2]>>(4*(j%2))&15) | int(le.Uint16(b[2:])>>(2*j)&3)<<4
 		dl := h(0) * float32(ls-32)
 		return dl * float32(kvaluesIQ4NL[nib(b[8+16*j:], r)])
+	case IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S:
+		return refElemIQSigned(t, b, k)
+	case IQ1_S, IQ1_M:
+		return refElemIQ1(t, b, k)
 	}
 	panic("refElem: no formula for " + t.String())
+}
+
+// refElemIQSigned is refElem for the codebook types with sign bits
+// (docs/FILE-LAYOUTS.md section 3.10): element k is in group g of 32, value
+// group l of 8, position j.
+func refElemIQSigned(t Type, b []byte, k int) float32 {
+	le := binary.LittleEndian
+	d := F16ToF32(le.Uint16(b))
+	g, l, j := k/32, k%32/8, k%8
+	var mag uint8 // the grid value
+	var neg bool  // its sign
+	var scale float32
+	// ksign is the 8-sign pattern of a 7-bit index: the 8th is the parity.
+	ksign := func(p uint32) bool {
+		p &= 127
+		if j == 7 {
+			n := 0
+			for ; p != 0; p &= p - 1 {
+				n++
+			}
+			return n%2 == 1
+		}
+		return p>>j&1 == 1
+	}
+	half := func(sc byte) float32 { // d·(0.5 + nibble)·0.25 of the value's half-group
+		nibble := sc & 15
+		if l >= 2 {
+			nibble = sc >> 4
+		}
+		return float32(d*(0.5+float32(nibble))) * 0.25
+	}
+	switch t {
+	case IQ2_XXS:
+		aux := le.Uint32(b[2+8*g+4:])
+		mag = byte(iq2xxsGrid[b[2+8*g+l]] >> (8 * j))
+		neg = ksign(aux >> (7 * l))
+		scale = float32(d*(0.5+float32(aux>>28))) * 0.25
+	case IQ2_XS:
+		q := le.Uint16(b[2+8*g+2*l:])
+		mag = byte(iq2xsGrid[q&511] >> (8 * j))
+		neg = ksign(uint32(q >> 9))
+		scale = half(b[66+g])
+	case IQ2_S:
+		idx := int(b[2+4*g+l]) + 256*int(b[66+g]>>(2*l)&3)
+		mag = byte(iq2sGrid[idx] >> (8 * j))
+		neg = b[34+4*g+l]>>j&1 == 1
+		scale = half(b[74+g])
+	case IQ3_XXS:
+		aux := le.Uint32(b[66+4*g:])
+		mag = byte(iq3xxsGrid[b[2+8*g+2*l+j/4]] >> (8 * (j % 4)))
+		neg = ksign(aux >> (7 * l))
+		scale = float32(d*(0.5+float32(aux>>28))) * 0.5
+	case IQ3_S:
+		q := 2*l + j/4 // which of the group's 8 indices
+		idx := int(b[2+8*g+q]) + 256*int(b[66+g]>>q&1)
+		mag = byte(iq3sGrid[idx] >> (8 * (j % 4)))
+		neg = b[74+4*g+l]>>j&1 == 1
+		scale = d * float32(1+2*int(b[106+g/2]>>(4*(g%2))&15))
+	}
+	v := scale * float32(mag)
+	if neg {
+		v = -v
+	}
+	return v
+}
+
+// refElemIQ1 is refElem for IQ1_S and IQ1_M (docs/FILE-LAYOUTS.md section
+// 3.10).
+func refElemIQ1(t Type, b []byte, k int) float32 {
+	le := binary.LittleEndian
+	g, l, j := k/32, k%32/8, k%8
+	var d, delta float32
+	var idx, s int
+	if t == IQ1_S {
+		qh := le.Uint16(b[34+2*g:])
+		d = F16ToF32(le.Uint16(b))
+		idx = int(b[2+4*g+l]) + 256*int(qh>>(3*l)&7)
+		s = int(qh >> 12 & 7)
+		delta = 0.125
+		if qh>>15 == 1 {
+			delta = -0.125
+		}
+	} else {
+		var h uint16 // d: the top nibble of each scale word, lowest word first
+		for w := range 4 {
+			h |= le.Uint16(b[48+2*w:]) >> 12 << (4 * w)
+		}
+		d = F16ToF32(h)
+		qh := b[32+2*g+l/2] >> (4 * (l % 2)) // this index's nibble
+		idx = int(b[4*g+l]) + 256*int(qh&7)
+		s = int(le.Uint16(b[48+2*(g/2):]) >> (6*(g%2) + 3*(l/2)) & 7)
+		delta = 0.125
+		if qh&8 != 0 {
+			delta = -0.125
+		}
+	}
+	grid := int8(iq1sGrid[idx] >> (8 * j))
+	return float32(d*float32(2*s+1)) * (float32(grid) + delta)
 }
 
 // randomBlocks returns n random blocks of t whose f16/f32 scales are
@@ -154,8 +256,14 @@ func randomBlocks(r *rand.Rand, t Type, n int) []byte {
 	for i := range n {
 		blk := b[i*t.TypeSize() : (i+1)*t.TypeSize()]
 		switch t {
-		case Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS:
+		case Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S:
 			le.PutUint16(blk[0:], scale())
+		case IQ1_M: // d is the top nibbles of the four scale words
+			d := scale()
+			for w := range 4 {
+				p := blk[48+2*w:]
+				le.PutUint16(p, le.Uint16(p)&0x0fff|(d>>(4*w)&15)<<12)
+			}
 		case Q4_1, Q5_1, Q8_1, Q4_K, Q5_K:
 			le.PutUint16(blk[0:], scale())
 			le.PutUint16(blk[2:], scale())
@@ -287,8 +395,8 @@ func TestDequantizeErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := Dequantize(IQ2_XXS, nil, make([]float32, 256)); err == nil || err.Error() != "quant type IQ2_XXS is not supported yet" {
-		t.Errorf("IQ2_XXS: %v", err)
+	if err := Dequantize(TQ1_0, nil, make([]float32, 256)); err == nil || err.Error() != "quant type TQ1_0 is not supported yet" {
+		t.Errorf("TQ1_0: %v", err)
 	}
 	for _, id := range []Type{4, 5, 31, 41, 1000} {
 		if err := Dequantize(id, nil, nil); !errors.Is(err, ErrUnknownType) {

@@ -78,6 +78,20 @@ func DotKernel(t Type) (DotFunc, error) {
 		return DotQ6KQ8K, nil
 	case IQ4_XS:
 		return DotIQ4XSQ8K, nil
+	case IQ2_XXS:
+		return DotIQ2XXSQ8K, nil
+	case IQ2_XS:
+		return DotIQ2XSQ8K, nil
+	case IQ2_S:
+		return DotIQ2SQ8K, nil
+	case IQ3_XXS:
+		return DotIQ3XXSQ8K, nil
+	case IQ3_S:
+		return DotIQ3SQ8K, nil
+	case IQ1_S:
+		return DotIQ1SQ8K, nil
+	case IQ1_M:
+		return DotIQ1MQ8K, nil
 	case F32:
 		return DotF32F32, nil
 	case F16:
@@ -251,4 +265,39 @@ func F32Bytes(x []float32) []byte {
 type dotImpl struct {
 	name string
 	fn   func(x, y []byte, nb int) float32
+}
+
+// DotIQ2XXSQ8K is the DotFunc of IQ2_XXS weights (activations Q8_K).
+func DotIQ2XXSQ8K(w, act []byte, n int) float32 {
+	return dotIQ2XXSQ8K(w, act, dotBlocks("DotIQ2XXSQ8K", w, act, n, 256, dotSizeIQ2XXS, dotSizeQ8K))
+}
+
+// DotIQ2XSQ8K is the DotFunc of IQ2_XS weights (activations Q8_K).
+func DotIQ2XSQ8K(w, act []byte, n int) float32 {
+	return dotIQ2XSQ8K(w, act, dotBlocks("DotIQ2XSQ8K", w, act, n, 256, dotSizeIQ2XS, dotSizeQ8K))
+}
+
+// DotIQ2SQ8K is the DotFunc of IQ2_S weights (activations Q8_K).
+func DotIQ2SQ8K(w, act []byte, n int) float32 {
+	return dotIQ2SQ8K(w, act, dotBlocks("DotIQ2SQ8K", w, act, n, 256, dotSizeIQ2S, dotSizeQ8K))
+}
+
+// DotIQ3XXSQ8K is the DotFunc of IQ3_XXS weights (activations Q8_K).
+func DotIQ3XXSQ8K(w, act []byte, n int) float32 {
+	return dotIQ3XXSQ8K(w, act, dotBlocks("DotIQ3XXSQ8K", w, act, n, 256, dotSizeIQ3XXS, dotSizeQ8K))
+}
+
+// DotIQ3SQ8K is the DotFunc of IQ3_S weights (activations Q8_K).
+func DotIQ3SQ8K(w, act []byte, n int) float32 {
+	return dotIQ3SQ8K(w, act, dotBlocks("DotIQ3SQ8K", w, act, n, 256, dotSizeIQ3S, dotSizeQ8K))
+}
+
+// DotIQ1SQ8K is the DotFunc of IQ1_S weights (activations Q8_K).
+func DotIQ1SQ8K(w, act []byte, n int) float32 {
+	return dotIQ1SQ8K(w, act, dotBlocks("DotIQ1SQ8K", w, act, n, 256, dotSizeIQ1S, dotSizeQ8K))
+}
+
+// DotIQ1MQ8K is the DotFunc of IQ1_M weights (activations Q8_K).
+func DotIQ1MQ8K(w, act []byte, n int) float32 {
+	return dotIQ1MQ8K(w, act, dotBlocks("DotIQ1MQ8K", w, act, n, 256, dotSizeIQ1M, dotSizeQ8K))
 }

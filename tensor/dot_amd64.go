@@ -54,6 +54,27 @@ func dotQ6KQ8KAVX2(x, y *byte, nb int) float32
 func dotIQ4XSQ8KAVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotIQ2XXSQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ2XSQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ2SQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ3XXSQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ3SQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ1SQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotIQ1MQ8KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
 func dotQ80Q80AVX512(x, y *byte, nb int) float32
 
 //go:noescape
@@ -100,21 +121,28 @@ var dotKernels = map[Type]struct {
 	avx2    dotAsmKernel
 	avx512  dotAsmKernel
 }{
-	Q8_0:   {dotQ80Q80Generic, dotQ80Q80AVX2, dotQ80Q80AVX512},
-	Q4_0:   {dotQ40Q80Generic, dotQ40Q80AVX2, dotQ40Q80AVX512},
-	Q5_0:   {dotQ50Q80Generic, dotQ50Q80AVX2, dotQ50Q80AVX512},
-	Q4_1:   {dotQ41Q81Generic, dotQ41Q81AVX2, nil},
-	Q5_1:   {dotQ51Q81Generic, dotQ51Q81AVX2, nil},
-	IQ4_NL: {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
-	Q2_K:   {dotQ2KQ8KGeneric, dotQ2KQ8KAVX2, nil},
-	Q3_K:   {dotQ3KQ8KGeneric, dotQ3KQ8KAVX2, nil},
-	Q4_K:   {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
-	Q5_K:   {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
-	Q6_K:   {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
-	IQ4_XS: {dotIQ4XSQ8KGeneric, dotIQ4XSQ8KAVX2, nil},
-	F32:    {dotF32F32Generic, dotF32F32AVX2, nil},
-	F16:    {dotF16F32Generic, dotF16F32AVX2, nil},
-	BF16:   {dotBF16F32Generic, dotBF16F32AVX2, nil},
+	Q8_0:    {dotQ80Q80Generic, dotQ80Q80AVX2, dotQ80Q80AVX512},
+	Q4_0:    {dotQ40Q80Generic, dotQ40Q80AVX2, dotQ40Q80AVX512},
+	Q5_0:    {dotQ50Q80Generic, dotQ50Q80AVX2, dotQ50Q80AVX512},
+	Q4_1:    {dotQ41Q81Generic, dotQ41Q81AVX2, nil},
+	Q5_1:    {dotQ51Q81Generic, dotQ51Q81AVX2, nil},
+	IQ4_NL:  {dotIQ4NLQ80Generic, dotIQ4NLQ80AVX2, dotIQ4NLQ80AVX512},
+	Q2_K:    {dotQ2KQ8KGeneric, dotQ2KQ8KAVX2, nil},
+	Q3_K:    {dotQ3KQ8KGeneric, dotQ3KQ8KAVX2, nil},
+	Q4_K:    {dotQ4KQ8KGeneric, dotQ4KQ8KAVX2, dotQ4KQ8KAVX512},
+	Q5_K:    {dotQ5KQ8KGeneric, dotQ5KQ8KAVX2, nil},
+	Q6_K:    {dotQ6KQ8KGeneric, dotQ6KQ8KAVX2, dotQ6KQ8KAVX512},
+	IQ4_XS:  {dotIQ4XSQ8KGeneric, dotIQ4XSQ8KAVX2, nil},
+	IQ2_XXS: {dotIQ2XXSQ8KGeneric, dotIQ2XXSQ8KAVX2, nil},
+	IQ2_XS:  {dotIQ2XSQ8KGeneric, dotIQ2XSQ8KAVX2, nil},
+	IQ2_S:   {dotIQ2SQ8KGeneric, dotIQ2SQ8KAVX2, nil},
+	IQ3_XXS: {dotIQ3XXSQ8KGeneric, dotIQ3XXSQ8KAVX2, nil},
+	IQ3_S:   {dotIQ3SQ8KGeneric, dotIQ3SQ8KAVX2, nil},
+	IQ1_S:   {dotIQ1SQ8KGeneric, dotIQ1SQ8KAVX2, nil},
+	IQ1_M:   {dotIQ1MQ8KGeneric, dotIQ1MQ8KAVX2, nil},
+	F32:     {dotF32F32Generic, dotF32F32AVX2, nil},
+	F16:     {dotF16F32Generic, dotF16F32AVX2, nil},
+	BF16:    {dotBF16F32Generic, dotBF16F32AVX2, nil},
 }
 
 // dotPrefetches reports whether the chosen kernel for t prefetches its
@@ -122,7 +150,8 @@ var dotKernels = map[Type]struct {
 // the quantized types do; the float ones and the twins do not.
 func dotPrefetches(t Type) bool {
 	switch t {
-	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS:
+	case Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS,
+		IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M:
 		return dotAVX2
 	}
 	return false
@@ -266,4 +295,53 @@ func dotBF16F32(x, y []byte, n int) float32 {
 		return dotBF16F32AVX2(&x[0], &y[0], n)
 	}
 	return dotBF16F32Generic(x, y, n)
+}
+
+func dotIQ2XXSQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ2XXSQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ2XXSQ8KGeneric(x, y, nb)
+}
+
+func dotIQ2XSQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ2XSQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ2XSQ8KGeneric(x, y, nb)
+}
+
+func dotIQ2SQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ2SQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ2SQ8KGeneric(x, y, nb)
+}
+
+func dotIQ3XXSQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ3XXSQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ3XXSQ8KGeneric(x, y, nb)
+}
+
+func dotIQ3SQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ3SQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ3SQ8KGeneric(x, y, nb)
+}
+
+func dotIQ1SQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ1SQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ1SQ8KGeneric(x, y, nb)
+}
+
+func dotIQ1MQ8K(x, y []byte, nb int) float32 {
+	if dotAVX2 && nb > 0 {
+		return dotIQ1MQ8KAVX2(&x[0], &y[0], nb)
+	}
+	return dotIQ1MQ8KGeneric(x, y, nb)
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // dotTypes are the weight types with a dot kernel.
-var dotTypes = []Type{Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16}
+var dotTypes = []Type{Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS,
+	IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, F32, F16, BF16}
 
 // dotFill says how the test blocks are filled.
 type dotFill struct {
@@ -108,6 +109,34 @@ func dotWeights(t Type, nb int, f *dotFill, r *rand.Rand) []byte {
 			fill(blk[8:], f.quant)
 			fill(blk[2:8], f.sub)
 			put16(blk, 0)
+		case IQ2_XXS, IQ3_XXS: // indices, then sign patterns and the 4-bit scales
+			fill(blk[2:], f.quant)
+			put16(blk, 0)
+			if t == IQ2_XXS {
+				for g := range 8 {
+					blk[2+8*g+7] = blk[2+8*g+7]&0x0f | f.sub(r)&0xf0
+				}
+			} else {
+				for g := range 8 {
+					blk[66+4*g+3] = blk[66+4*g+3]&0x0f | f.sub(r)&0xf0
+				}
+			}
+		case IQ2_XS, IQ2_S, IQ3_S: // the scale bytes come last
+			ns := map[Type]int{IQ2_XS: 8, IQ2_S: 8, IQ3_S: 4}[t]
+			fill(blk[2:size-ns], f.quant)
+			fill(blk[size-ns:], f.sub)
+			put16(blk, 0)
+		case IQ1_S:
+			fill(blk[2:], f.quant)
+			put16(blk, 0)
+		case IQ1_M: // d is the top nibbles of the four scale words
+			fill(blk[:48], f.quant)
+			fill(blk[48:], f.sub)
+			d := f.f16Scale(r)
+			for w := range 4 {
+				p := blk[48+2*w:]
+				binary.LittleEndian.PutUint16(p, binary.LittleEndian.Uint16(p)&0x0fff|(d>>(4*w)&15)<<12)
+			}
 		case F32:
 			binary.LittleEndian.PutUint32(blk, math.Float32bits(f.float(r)))
 		case F16:
@@ -413,7 +442,7 @@ func TestDotRowQuantized(t *testing.T) {
 }
 
 func TestDotKernelErrors(t *testing.T) {
-	for _, wt := range []Type{IQ2_XXS, IQ1_S, I8, Q8_K, Q8_1, Type(99)} {
+	for _, wt := range []Type{TQ1_0, MXFP4, I8, Q8_K, Q8_1, Type(99)} {
 		if _, err := DotKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("DotKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}

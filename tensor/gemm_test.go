@@ -221,7 +221,7 @@ func TestGemmKernel(t *testing.T) {
 			c.check(t, c.run(g), func(x, y []byte, nb int) float32 { return d(x, y, nb*c.bs) })
 		})
 	}
-	for _, wt := range []Type{IQ2_XXS, IQ3_S, Q8_K, Type(99)} {
+	for _, wt := range []Type{TQ1_0, TQ2_0, Q8_K, Type(99)} {
 		if _, _, err := GemmKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("GemmKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}
@@ -260,7 +260,7 @@ func TestBatchGemmKernel(t *testing.T) {
 			}
 		})
 	}
-	for _, wt := range []Type{IQ2_XXS, IQ3_S, Q8_K, Type(99)} {
+	for _, wt := range []Type{TQ1_0, TQ2_0, Q8_K, Type(99)} {
 		if _, _, err := BatchGemmKernel(wt); !errors.Is(err, ErrNotSupported) {
 			t.Errorf("BatchGemmKernel(%s) = %v, want ErrNotSupported", wt, err)
 		}

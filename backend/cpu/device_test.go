@@ -72,8 +72,8 @@ func TestBudget(t *testing.T) {
 	if _, err := d.Upload(m); err != nil || d.Used() != 256 {
 		t.Errorf("upload after Free: %v, %d bytes used", err, d.Used())
 	}
-	bad, _ := backend.NewMatrix("iq", tensor.IQ2_XXS, 1, 256, make([]byte, 66))
-	if _, err := d.Upload(bad); err == nil || !strings.Contains(err.Error(), "iq") {
+	bad, _ := backend.NewMatrix("tq", tensor.TQ1_0, 1, 256, make([]byte, 54))
+	if _, err := d.Upload(bad); err == nil || !strings.Contains(err.Error(), "tq") {
 		t.Errorf("unsupported type: %v", err)
 	}
 }

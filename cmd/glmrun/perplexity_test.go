@@ -416,6 +416,11 @@ func TestPerplexityMatchesLlamaCpp(t *testing.T) {
 		runs       []run
 	}{
 		{"glm5-mini.Q8_0", "glm5-mini.Q8_0", []run{{"fast", nil, 0.01}, {"exact", []string{"--exact"}, 0.001}}},
+		// All seven 1- to 3-bit i-quants (tools/iq-formats.sh). --exact is
+		// compared with llama.cpp on the file's dequantized F32 image: both
+		// then multiply the same float32 weights with float32 activations.
+		{"glm5-mini.IQ-mix", "glm5-mini.IQ-mix", []run{{"fast", nil, 0.01}}},
+		{"glm5-mini.IQ-mix", "glm5-mini.IQ-mix.deq-F32", []run{{"exact", []string{"--exact"}, 0.001}}},
 		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0", []run{{"f16", nil, 0.01}}},
 		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0.ctk-f32-ctv-f32", []run{{"f32", []string{"-ctk", "f32"}, 0.01}}},
 		{"glm5-tiny.Q8_0", "glm5-tiny.Q8_0.ctk-bf16-ctv-bf16", []run{{"bf16", []string{"-ctk", "bf16"}, 0.01}}},

@@ -48,7 +48,7 @@ func runTensor(args []string, stdout, stderr io.Writer) error {
 	}
 	ti := sel.info
 	if !tensor.CanDequantize(ti.Type) {
-		// Dequantize names the type ("quant type IQ2_XXS is not supported
+		// Dequantize names the type ("quant type TQ1_0 is not supported
 		// yet"); ask it before allocating the output.
 		err := tensor.Dequantize(ti.Type, nil, nil)
 		if err == nil {

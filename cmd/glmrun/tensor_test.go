@@ -139,11 +139,11 @@ func TestTensorErrors(t *testing.T) {
 	// A file with a tensor in a type that cannot be dequantized yet.
 	w := gguf.NewWriter()
 	w.SetKV("general.architecture", gguf.String("glm-dsa"))
-	if err := w.AddTensor("blk.3.ffn_up.weight", tensor.IQ2_XXS, []int64{256, 2}, make([]byte, 2*tensor.IQ2_XXS.TypeSize())); err != nil {
+	if err := w.AddTensor("blk.3.ffn_up.weight", tensor.TQ1_0, []int64{256, 2}, make([]byte, 2*tensor.TQ1_0.TypeSize())); err != nil {
 		t.Fatal(err)
 	}
-	iq2 := filepath.Join(dir, "iq2.gguf")
-	if err := w.WriteFile(iq2); err != nil {
+	tq1 := filepath.Join(dir, "tq1.gguf")
+	if err := w.WriteFile(tq1); err != nil {
 		t.Fatal(err)
 	}
 	model := testModels + "glm5-mini.Q8_0.gguf"
@@ -154,8 +154,8 @@ func TestTensorErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"unsupported type", []string{"tensor", iq2, "blk.3.ffn_up.weight", "-o", out}, 1,
-			[]string{"tensor blk.3.ffn_up.weight: quant type IQ2_XXS is not supported yet"}},
+		{"unsupported type", []string{"tensor", tq1, "blk.3.ffn_up.weight", "-o", out}, 1,
+			[]string{"tensor blk.3.ffn_up.weight: quant type TQ1_0 is not supported yet"}},
 		{"unknown tensor", []string{"tensor", model, "blk.1.ffn_up_exp.weight", "-o", out}, 1,
 			[]string{`no tensor "blk.1.ffn_up_exp.weight"`, "did you mean blk.1.ffn_up_exps.weight"}},
 		{"unknown tensor, no suggestion", []string{"tensor", model, "zzzz", "-o", out}, 1,
