@@ -46,6 +46,11 @@ DATA dotIQ1MDeltaBits<>+16(SB)/8, $0x0808080808080808
 DATA dotIQ1MDeltaBits<>+24(SB)/8, $0x8080808080808080
 GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 
+// Each type's DEC macro decodes group g of the block at SI into the unsigned
+// magnitudes Y2, the ±1 signs Y4 and the int16 scales Y5; the single-row
+// kernels then run DOT32, the four-token tiles TILE4 with the same
+// instructions per token, so that both give the same bits.
+
 // IQSETUP loads the arguments and the constants every kernel uses: SI the
 // weights, DI the activations, CX the blocks; Y0 the float sum, Y12 the
 // block's int32 lanes, Y13 bytes of 1, Y14 the sign bits, Y15 the sign
@@ -151,8 +156,8 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 	SHLL    $24, AX; \
 	ORL     AX, R12
 
-// IQ2_XXS group g: indices at 2+8g, the u32 of signs and scale at 6+8g.
-#define GROUPIQ2XXS(g) \
+// DECIQ2XXS decodes IQ2_XXS group g: indices at 2+8g, the u32 of signs and scale at 6+8g.
+#define DECIQ2XXS(g) \
 	MOVBQZX (2+8*g)(SI), AX; \
 	MOVBQZX (3+8*g)(SI), R10; \
 	MOVBQZX (4+8*g)(SI), R11; \
@@ -164,35 +169,8 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 	MOVL    R13, AX; \
 	SHRL    $28, AX; \
 	LEAL    1(AX)(AX*1), AX; \
-	SCALE1(AX, X5, Y5); \
-	DOT32((4+32*g), Y2, Y4, Y5)
+	SCALE1(AX, X5, Y5)
 
-// func dotIQ2XXSQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ2XXSQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	LEAQ ·iq2xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
-
-iq2xxsloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	GROUPIQ2XXS(0)
-	GROUPIQ2XXS(1)
-	GROUPIQ2XXS(2)
-	GROUPIQ2XXS(3)
-	GROUPIQ2XXS(4)
-	GROUPIQ2XXS(5)
-	GROUPIQ2XXS(6)
-	GROUPIQ2XXS(7)
-	BLOCKEND
-	ADDQ $66, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq2xxsloop
-	IQSUM($0x3e000000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
 
 // IQ2XS1 takes u16 l of IQ2_XS group g: its 9-bit index into I and its
 // sign byte into bits 8l..8l+7 of BX.
@@ -216,7 +194,7 @@ iq2xxsloop:
 	LEAL    1(R11)(R11*1), R11; \
 	SCALE2(R10, R11, X5, Y5, X3)
 
-#define GROUPIQ2XS(g) \
+#define DECIQ2XS(g) \
 	XORL    BX, BX; \
 	IQ2XS1(g, 0, AX); \
 	IQ2XS1(g, 1, R10); \
@@ -224,35 +202,8 @@ iq2xxsloop:
 	IQ2XS1(g, 3, R12); \
 	GRID8(AX, R10, R11, R12, X2, Y2, X3); \
 	SIGNS(BX, X4, Y4); \
-	SCALES2(66+g); \
-	DOT32((4+32*g), Y2, Y4, Y5)
+	SCALES2(66+g)
 
-// func dotIQ2XSQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ2XSQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	LEAQ ·iq2xsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
-
-iq2xsloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	GROUPIQ2XS(0)
-	GROUPIQ2XS(1)
-	GROUPIQ2XS(2)
-	GROUPIQ2XS(3)
-	GROUPIQ2XS(4)
-	GROUPIQ2XS(5)
-	GROUPIQ2XS(6)
-	GROUPIQ2XS(7)
-	BLOCKEND
-	ADDQ $74, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq2xsloop
-	IQSUM($0x3e000000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
 
 // IQ2S1 makes in I the 10-bit index l of IQ2_S group g: qs[4g+l] and two
 // bits of the group's qh byte (in R13) at 2l.
@@ -263,7 +214,7 @@ iq2xsloop:
 	ANDL    $0x300, BX; \
 	ORL     BX, I
 
-#define GROUPIQ2S(g) \
+#define DECIQ2S(g) \
 	MOVBLZX (66+g)(SI), R13; \
 	IQ2S1(g, 0, AX); \
 	IQ2S1(g, 1, R10); \
@@ -272,178 +223,92 @@ iq2xsloop:
 	GRID8(AX, R10, R11, R12, X2, Y2, X3); \
 	MOVL    (34+4*g)(SI), BX; \
 	SIGNS(BX, X4, Y4); \
-	SCALES2(74+g); \
-	DOT32((4+32*g), Y2, Y4, Y5)
+	SCALES2(74+g)
 
-// func dotIQ2SQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ2SQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	LEAQ ·iq2sGrid(SB), R8
-
-iq2sloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	GROUPIQ2S(0)
-	GROUPIQ2S(1)
-	GROUPIQ2S(2)
-	GROUPIQ2S(3)
-	GROUPIQ2S(4)
-	GROUPIQ2S(5)
-	GROUPIQ2S(6)
-	GROUPIQ2S(7)
-	BLOCKEND
-	ADDQ $82, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq2sloop
-	IQSUM($0x3e000000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
 
 // GRID4 gathers eight 4-byte entries of the table at R8 into the dwords of
 // Y2 (X2 its low half): IDX(k), a macro per type, leaves index k in AX. X3
 // is scratch.
-#define GRID4XXS \
-	IDXIQ3XXS(0); \
+#define GRID4XXS(g) \
+	IDXIQ3XXS(g, 0); \
 	VMOVD       (R8)(AX*4), X2; \
-	IDXIQ3XXS(1); \
+	IDXIQ3XXS(g, 1); \
 	VPINSRD     $1, (R8)(AX*4), X2, X2; \
-	IDXIQ3XXS(2); \
+	IDXIQ3XXS(g, 2); \
 	VPINSRD     $2, (R8)(AX*4), X2, X2; \
-	IDXIQ3XXS(3); \
+	IDXIQ3XXS(g, 3); \
 	VPINSRD     $3, (R8)(AX*4), X2, X2; \
-	IDXIQ3XXS(4); \
+	IDXIQ3XXS(g, 4); \
 	VMOVD       (R8)(AX*4), X3; \
-	IDXIQ3XXS(5); \
+	IDXIQ3XXS(g, 5); \
 	VPINSRD     $1, (R8)(AX*4), X3, X3; \
-	IDXIQ3XXS(6); \
+	IDXIQ3XXS(g, 6); \
 	VPINSRD     $2, (R8)(AX*4), X3, X3; \
-	IDXIQ3XXS(7); \
+	IDXIQ3XXS(g, 7); \
 	VPINSRD     $3, (R8)(AX*4), X3, X3; \
 	VINSERTI128 $1, X3, Y2, Y2
 
-#define GRID4S \
-	IDXIQ3S(0); \
+#define GRID4S(g) \
+	IDXIQ3S(g, 0); \
 	VMOVD       (R8)(AX*4), X2; \
-	IDXIQ3S(1); \
+	IDXIQ3S(g, 1); \
 	VPINSRD     $1, (R8)(AX*4), X2, X2; \
-	IDXIQ3S(2); \
+	IDXIQ3S(g, 2); \
 	VPINSRD     $2, (R8)(AX*4), X2, X2; \
-	IDXIQ3S(3); \
+	IDXIQ3S(g, 3); \
 	VPINSRD     $3, (R8)(AX*4), X2, X2; \
-	IDXIQ3S(4); \
+	IDXIQ3S(g, 4); \
 	VMOVD       (R8)(AX*4), X3; \
-	IDXIQ3S(5); \
+	IDXIQ3S(g, 5); \
 	VPINSRD     $1, (R8)(AX*4), X3, X3; \
-	IDXIQ3S(6); \
+	IDXIQ3S(g, 6); \
 	VPINSRD     $2, (R8)(AX*4), X3, X3; \
-	IDXIQ3S(7); \
+	IDXIQ3S(g, 7); \
 	VPINSRD     $3, (R8)(AX*4), X3, X3; \
 	VINSERTI128 $1, X3, Y2, Y2
 
-// IQ3_XXS: index k of the group at DX (2+8g(SI)).
-#define IDXIQ3XXS(k) MOVBLZX k(DX), AX
+// IQ3_XXS: index k of group g is byte 2+8g+k.
+#define IDXIQ3XXS(g, k) MOVBLZX (2+8*g+k)(SI), AX
 
-// IQ3_S: index k of the group is qs[k] (at DX) and bit k of the group's qh
-// byte (R13) as bit 8.
-#define IDXIQ3S(k) \
-	MOVBLZX k(DX), AX; \
+// IQ3_S: index k of group g is byte 2+8g+k and bit k of the group's qh byte
+// (R13) as bit 8.
+#define IDXIQ3S(g, k) \
+	MOVBLZX (2+8*g+k)(SI), AX; \
 	MOVL    R13, BX; \
 	SHLL    $(8-k), BX; \
 	ANDL    $256, BX; \
 	ORL     BX, AX
 
-#define GROUPIQ3XXS(g) \
-	LEAQ    (2+8*g)(SI), DX; \
-	GRID4XXS; \
+#define DECIQ3XXS(g) \
+	GRID4XXS(g); \
 	MOVL    (66+4*g)(SI), R13; \
 	KSIGN4; \
 	SIGNS(R12, X4, Y4); \
 	MOVL    R13, AX; \
 	SHRL    $28, AX; \
 	LEAL    1(AX)(AX*1), AX; \
-	SCALE1(AX, X5, Y5); \
-	DOT32((4+32*g), Y2, Y4, Y5)
+	SCALE1(AX, X5, Y5)
 
-// func dotIQ3XXSQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ3XXSQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	LEAQ ·iq3xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
 
-iq3xxsloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	GROUPIQ3XXS(0)
-	GROUPIQ3XXS(1)
-	GROUPIQ3XXS(2)
-	GROUPIQ3XXS(3)
-	GROUPIQ3XXS(4)
-	GROUPIQ3XXS(5)
-	GROUPIQ3XXS(6)
-	GROUPIQ3XXS(7)
-	BLOCKEND
-	ADDQ $98, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq3xxsloop
-	IQSUM($0x3e800000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-#define GROUPIQ3S(g) \
-	LEAQ    (2+8*g)(SI), DX; \
+#define DECIQ3S(g) \
 	MOVBLZX (66+g)(SI), R13; \
-	GRID4S; \
+	GRID4S(g); \
 	MOVL    (74+4*g)(SI), BX; \
 	SIGNS(BX, X4, Y4); \
 	MOVBLZX (106+g/2)(SI), AX; \
 	SHRL    $(4*(g%2)), AX; \
 	ANDL    $15, AX; \
 	LEAL    1(AX)(AX*1), AX; \
-	SCALE1(AX, X5, Y5); \
-	DOT32((4+32*g), Y2, Y4, Y5)
+	SCALE1(AX, X5, Y5)
 
-// func dotIQ3SQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ3SQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	LEAQ ·iq3sGrid(SB), R8
 
-iq3sloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	GROUPIQ3S(0)
-	GROUPIQ3S(1)
-	GROUPIQ3S(2)
-	GROUPIQ3S(3)
-	GROUPIQ3S(4)
-	GROUPIQ3S(5)
-	GROUPIQ3S(6)
-	GROUPIQ3S(7)
-	BLOCKEND
-	ADDQ $110, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq3sloop
-	IQSUM($0x3f800000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// IQ1DOT adds the products of the group's 32 activations at off(DI) with
-// 8·(grid + δ): grid bytes (−1/0/+1) in Y2, δ as ±1 bytes in Y4, the int16
-// scales in Y5. Y11 holds bytes of 8; Y3, Y6 are scratch.
-#define IQ1DOT(off) \
-	VPSIGNB    Y2, Y11, Y3; \
-	VPADDB     Y4, Y3, Y3; \
-	VMOVDQU    off(DI), Y6; \
-	VPSIGNB    Y3, Y6, Y6; \
-	VPABSB     Y3, Y3; \
-	VPMADDUBSW Y6, Y3, Y6; \
-	VPMADDWD   Y5, Y6, Y6; \
-	VPADDD     Y6, Y12, Y12
+// IQ1W turns the group's grid bytes (−1/0/+1) in Y2 and δ as ±1 bytes in
+// Y4 into the magnitudes |8g+δ| in Y2 and the weights 8g+δ in Y4 (their
+// signs); Y11 holds bytes of 8, Y3 is scratch.
+#define IQ1W \
+	VPSIGNB Y2, Y11, Y3; \
+	VPADDB  Y4, Y3, Y4; \
+	VPABSB  Y4, Y2
 
 // IQ1S1 makes in I the 11-bit index l of IQ1_S group g: qs[4g+l] and
 // three bits of the group's qh word (R13) at 3l.
@@ -455,7 +320,7 @@ iq3sloop:
 	SHLL    $8, BX; \
 	ORL     BX, I
 
-#define GROUPIQ1S(g) \
+#define DECIQ1S(g) \
 	MOVWLZX (34+2*g)(SI), R13; \
 	IQ1S1(g, 0, AX); \
 	IQ1S1(g, 1, R10); \
@@ -473,33 +338,8 @@ iq3sloop:
 	ANDL    $7, AX; \
 	LEAL    1(AX)(AX*1), AX; \
 	SCALE1(AX, X5, Y5); \
-	IQ1DOT((4+32*g))
+	IQ1W
 
-// func dotIQ1SQ8KAVX2(x, y *byte, nb int) float32
-TEXT ·dotIQ1SQ8KAVX2(SB), NOSPLIT, $0-28
-	IQSETUP
-	BCAST8($0x08080808, X11, Y11)
-	LEAQ ·iq1sGrid(SB), R8
-
-iq1sloop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	GROUPIQ1S(0)
-	GROUPIQ1S(1)
-	GROUPIQ1S(2)
-	GROUPIQ1S(3)
-	GROUPIQ1S(4)
-	GROUPIQ1S(5)
-	GROUPIQ1S(6)
-	GROUPIQ1S(7)
-	BLOCKEND
-	ADDQ $50, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  iq1sloop
-	IQSUM($0x3e000000)
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
 
 // IQ1M1 makes in I the 11-bit index l of IQ1_M group g: qs[4g+l] and bits
 // 4l..4l+2 of the group's two qh bytes (R13).
@@ -511,10 +351,10 @@ iq1sloop:
 	SHLL    $8, BX; \
 	ORL     BX, I
 
-// GROUPIQ1M: the δ signs of group g are bits 3, 7 of its qh bytes (Y9, Y10
+// DECIQ1M: the δ signs of group g are bits 3, 7 of its qh bytes (Y9, Y10
 // spread them); its 3-bit scales are bits 6(g%2) and 6(g%2)+3 of scale word
 // g/2.
-#define GROUPIQ1M(g) \
+#define DECIQ1M(g) \
 	MOVWLZX (32+2*g)(SI), R13; \
 	IQ1M1(g, 0, AX); \
 	IQ1M1(g, 1, R10); \
@@ -523,9 +363,9 @@ iq1sloop:
 	GRID8(AX, R10, R11, R12, X2, Y2, X3); \
 	VMOVD        R13, X4; \
 	VPBROADCASTW X4, Y4; \
-	VPSHUFB      Y9, Y4, Y4; \
-	VPAND        Y10, Y4, Y4; \
-	VPCMPEQB     Y10, Y4, Y4; \
+	VPSHUFB      dotIQ1MDeltaShuf<>(SB), Y4, Y4; \
+	VPAND        dotIQ1MDeltaBits<>(SB), Y4, Y4; \
+	VPCMPEQB     dotIQ1MDeltaBits<>(SB), Y4, Y4; \
 	VPOR         Y13, Y4, Y4; \
 	MOVWLZX      (48+2*(g/2))(SI), R10; \
 	SHRL         $(6*(g%2)), R10; \
@@ -536,42 +376,603 @@ iq1sloop:
 	LEAL         1(R10)(R10*1), R10; \
 	LEAL         1(R11)(R11*1), R11; \
 	SCALE2(R10, R11, X5, Y5, X3); \
-	IQ1DOT((4+32*g))
+	IQ1W
+
+// TILE4 adds the products of group g's decoded weights (Y2, Y4, Y5) with the
+// activations at off of the four tokens (DI, DI+DX, DI+2DX, R14) to their
+// int32 lanes in Y7-Y10; Y6 is scratch.
+#define TILE4(off) \
+	VMOVDQU    off(DI), Y6; \
+	VPSIGNB    Y4, Y6, Y6; \
+	VPMADDUBSW Y6, Y2, Y6; \
+	VPMADDWD   Y5, Y6, Y6; \
+	VPADDD     Y6, Y7, Y7; \
+	VMOVDQU    off(DI)(DX*1), Y6; \
+	VPSIGNB    Y4, Y6, Y6; \
+	VPMADDUBSW Y6, Y2, Y6; \
+	VPMADDWD   Y5, Y6, Y6; \
+	VPADDD     Y6, Y8, Y8; \
+	VMOVDQU    off(DI)(DX*2), Y6; \
+	VPSIGNB    Y4, Y6, Y6; \
+	VPMADDUBSW Y6, Y2, Y6; \
+	VPMADDWD   Y5, Y6, Y6; \
+	VPADDD     Y6, Y9, Y9; \
+	VMOVDQU    off(R14), Y6; \
+	VPSIGNB    Y4, Y6, Y6; \
+	VPMADDUBSW Y6, Y2, Y6; \
+	VPMADDWD   Y5, Y6, Y6; \
+	VPADDD     Y6, Y10, Y10
+
+// TOKEND is BLOCKENDD for one token of a tile: dx (a float) in X1, the
+// token's Q8_K block at mem, its int32 lanes in V, its float sum at acc(SP).
+#define TOKEND(mem, V, acc) \
+	VMULSS       mem, X1, X3; \
+	VBROADCASTSS X3, Y3; \
+	VCVTDQ2PS    V, V; \
+	VMOVUPS      acc(SP), Y6; \
+	VFMADD231PS  Y3, V, Y6; \
+	VMOVUPS      Y6, acc(SP); \
+	VPXOR        V, V, V
+
+// TILESETUP loads a tile's arguments: SI the weight row, DI and R14 the
+// first and fourth token, DX their stride, CX the blocks; it clears the
+// sums and loads the constants of IQSETUP.
+#define TILESETUP \
+	MOVQ    x+0(FP), SI; \
+	MOVQ    y+8(FP), DI; \
+	MOVQ    lda+16(FP), DX; \
+	MOVQ    nb+24(FP), CX; \
+	LEAQ    (DI)(DX*2), R14; \
+	ADDQ    DX, R14; \
+	VXORPS  Y0, Y0, Y0; \
+	VMOVUPS Y0, 0(SP); \
+	VMOVUPS Y0, 32(SP); \
+	VMOVUPS Y0, 64(SP); \
+	VMOVUPS Y0, 96(SP); \
+	VPXOR   Y7, Y7, Y7; \
+	VPXOR   Y8, Y8, Y8; \
+	VPXOR   Y9, Y9, Y9; \
+	VPXOR   Y10, Y10, Y10; \
+	BCAST8($0x01010101, X13, Y13); \
+	VMOVDQU dotIQSignBits<>(SB), Y14; \
+	VMOVDQU dotIQSignShuf<>(SB), Y15
+
+// TILERES stores hsum(acc(SP))·f at DX and advances DX by BX.
+#define TILERES(acc, f) \
+	VMOVUPS acc(SP), Y0; \
+	IQSUM(f); \
+	VMOVSS  X0, (DX); \
+	ADDQ    BX, DX
+
+// IQ1MD leaves in X1 IQ1_M's block scale d, an f16: the top nibbles of the
+// four scale words at 48(SI). AX, BX are scratch.
+#define IQ1MD \
+	MOVWLZX 48(SI), AX; \
+	SHRL    $12, AX; \
+	MOVWLZX 50(SI), BX; \
+	SHRL    $8, BX; \
+	ANDL    $0xf0, BX; \
+	ORL     BX, AX; \
+	MOVWLZX 52(SI), BX; \
+	SHRL    $4, BX; \
+	ANDL    $0xf00, BX; \
+	ORL     BX, AX; \
+	MOVWLZX 54(SI), BX; \
+	ANDL    $0xf000, BX; \
+	ORL     BX, AX; \
+	VMOVD   AX, X1
+
+// func dotIQ2XXSQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ2XXSQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	LEAQ ·iq2xxsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq2xxsloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2XXS(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ2XXS(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ2XXS(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ2XXS(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ2XXS(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ2XXS(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ2XXS(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ2XXS(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $66, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2xxsloop
+	IQSUM($0x3e000000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ2XXSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ2XXSQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	LEAQ ·iq2xxsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq2xxstile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2XXS(0)
+	TILE4((4+32*0))
+	DECIQ2XXS(1)
+	TILE4((4+32*1))
+	DECIQ2XXS(2)
+	TILE4((4+32*2))
+	DECIQ2XXS(3)
+	TILE4((4+32*3))
+	DECIQ2XXS(4)
+	TILE4((4+32*4))
+	DECIQ2XXS(5)
+	TILE4((4+32*5))
+	DECIQ2XXS(6)
+	TILE4((4+32*6))
+	DECIQ2XXS(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $66, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq2xxstile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e000000)
+	TILERES(32, $0x3e000000)
+	TILERES(64, $0x3e000000)
+	TILERES(96, $0x3e000000)
+	VZEROUPPER
+	RET
+
+// func dotIQ2XSQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ2XSQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	LEAQ ·iq2xsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq2xsloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2XS(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ2XS(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ2XS(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ2XS(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ2XS(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ2XS(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ2XS(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ2XS(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $74, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2xsloop
+	IQSUM($0x3e000000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ2XSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ2XSQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	LEAQ ·iq2xsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq2xstile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2XS(0)
+	TILE4((4+32*0))
+	DECIQ2XS(1)
+	TILE4((4+32*1))
+	DECIQ2XS(2)
+	TILE4((4+32*2))
+	DECIQ2XS(3)
+	TILE4((4+32*3))
+	DECIQ2XS(4)
+	TILE4((4+32*4))
+	DECIQ2XS(5)
+	TILE4((4+32*5))
+	DECIQ2XS(6)
+	TILE4((4+32*6))
+	DECIQ2XS(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $74, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq2xstile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e000000)
+	TILERES(32, $0x3e000000)
+	TILERES(64, $0x3e000000)
+	TILERES(96, $0x3e000000)
+	VZEROUPPER
+	RET
+
+// func dotIQ2SQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ2SQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	LEAQ ·iq2sGrid(SB), R8
+
+iq2sloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2S(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ2S(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ2S(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ2S(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ2S(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ2S(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ2S(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ2S(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $82, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq2sloop
+	IQSUM($0x3e000000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ2SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ2SQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	LEAQ ·iq2sGrid(SB), R8
+
+iq2stile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ2S(0)
+	TILE4((4+32*0))
+	DECIQ2S(1)
+	TILE4((4+32*1))
+	DECIQ2S(2)
+	TILE4((4+32*2))
+	DECIQ2S(3)
+	TILE4((4+32*3))
+	DECIQ2S(4)
+	TILE4((4+32*4))
+	DECIQ2S(5)
+	TILE4((4+32*5))
+	DECIQ2S(6)
+	TILE4((4+32*6))
+	DECIQ2S(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $82, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq2stile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e000000)
+	TILERES(32, $0x3e000000)
+	TILERES(64, $0x3e000000)
+	TILERES(96, $0x3e000000)
+	VZEROUPPER
+	RET
+
+// func dotIQ3XXSQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ3XXSQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	LEAQ ·iq3xxsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq3xxsloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ3XXS(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ3XXS(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ3XXS(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ3XXS(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ3XXS(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ3XXS(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ3XXS(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ3XXS(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $98, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq3xxsloop
+	IQSUM($0x3e800000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ3XXSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ3XXSQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	LEAQ ·iq3xxsGrid(SB), R8
+	LEAQ ·ksignsIQ2(SB), R9
+
+iq3xxstile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ3XXS(0)
+	TILE4((4+32*0))
+	DECIQ3XXS(1)
+	TILE4((4+32*1))
+	DECIQ3XXS(2)
+	TILE4((4+32*2))
+	DECIQ3XXS(3)
+	TILE4((4+32*3))
+	DECIQ3XXS(4)
+	TILE4((4+32*4))
+	DECIQ3XXS(5)
+	TILE4((4+32*5))
+	DECIQ3XXS(6)
+	TILE4((4+32*6))
+	DECIQ3XXS(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $98, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq3xxstile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e800000)
+	TILERES(32, $0x3e800000)
+	TILERES(64, $0x3e800000)
+	TILERES(96, $0x3e800000)
+	VZEROUPPER
+	RET
+
+// func dotIQ3SQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ3SQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	LEAQ ·iq3sGrid(SB), R8
+
+iq3sloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ3S(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ3S(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ3S(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ3S(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ3S(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ3S(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ3S(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ3S(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq3sloop
+	IQSUM($0x3f800000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ3SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ3SQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	LEAQ ·iq3sGrid(SB), R8
+
+iq3stile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	DECIQ3S(0)
+	TILE4((4+32*0))
+	DECIQ3S(1)
+	TILE4((4+32*1))
+	DECIQ3S(2)
+	TILE4((4+32*2))
+	DECIQ3S(3)
+	TILE4((4+32*3))
+	DECIQ3S(4)
+	TILE4((4+32*4))
+	DECIQ3S(5)
+	TILE4((4+32*5))
+	DECIQ3S(6)
+	TILE4((4+32*6))
+	DECIQ3S(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $110, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq3stile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3f800000)
+	TILERES(32, $0x3f800000)
+	TILERES(64, $0x3f800000)
+	TILERES(96, $0x3f800000)
+	VZEROUPPER
+	RET
+
+// func dotIQ1SQ8KAVX2(x, y *byte, nb int) float32
+TEXT ·dotIQ1SQ8KAVX2(SB), NOSPLIT, $0-28
+	IQSETUP
+	BCAST8($0x08080808, X11, Y11)
+	LEAQ ·iq1sGrid(SB), R8
+
+iq1sloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	DECIQ1S(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ1S(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ1S(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ1S(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ1S(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ1S(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ1S(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ1S(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	BLOCKEND
+	ADDQ $50, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  iq1sloop
+	IQSUM($0x3e000000)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ1SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ1SQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	BCAST8($0x08080808, X11, Y11)
+	LEAQ ·iq1sGrid(SB), R8
+
+iq1stile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	DECIQ1S(0)
+	TILE4((4+32*0))
+	DECIQ1S(1)
+	TILE4((4+32*1))
+	DECIQ1S(2)
+	TILE4((4+32*2))
+	DECIQ1S(3)
+	TILE4((4+32*3))
+	DECIQ1S(4)
+	TILE4((4+32*4))
+	DECIQ1S(5)
+	TILE4((4+32*5))
+	DECIQ1S(6)
+	TILE4((4+32*6))
+	DECIQ1S(7)
+	TILE4((4+32*7))
+	MOVWLZX 0(SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $50, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq1stile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e000000)
+	TILERES(32, $0x3e000000)
+	TILERES(64, $0x3e000000)
+	TILERES(96, $0x3e000000)
+	VZEROUPPER
+	RET
 
 // func dotIQ1MQ8KAVX2(x, y *byte, nb int) float32
 TEXT ·dotIQ1MQ8KAVX2(SB), NOSPLIT, $0-28
 	IQSETUP
 	BCAST8($0x08080808, X11, Y11)
-	VMOVDQU dotIQ1MDeltaShuf<>(SB), Y9
-	VMOVDQU dotIQ1MDeltaBits<>(SB), Y10
-	LEAQ    ·iq1sGrid(SB), R8
+	LEAQ ·iq1sGrid(SB), R8
 
 iq1mloop:
 	PREFETCHT0 (DOTPF+0)(SI)
-	GROUPIQ1M(0)
-	GROUPIQ1M(1)
-	GROUPIQ1M(2)
-	GROUPIQ1M(3)
-	GROUPIQ1M(4)
-	GROUPIQ1M(5)
-	GROUPIQ1M(6)
-	GROUPIQ1M(7)
-
-	// d: the top nibbles of the four scale words, an f16.
-	MOVWLZX 48(SI), AX
-	SHRL    $12, AX
-	MOVWLZX 50(SI), BX
-	SHRL    $8, BX
-	ANDL    $0xf0, BX
-	ORL     BX, AX
-	MOVWLZX 52(SI), BX
-	SHRL    $4, BX
-	ANDL    $0xf00, BX
-	ORL     BX, AX
-	MOVWLZX 54(SI), BX
-	ANDL    $0xf000, BX
-	ORL     BX, AX
-	VMOVD   AX, X1
+	DECIQ1M(0)
+	DOT32((4+32*0), Y2, Y4, Y5)
+	DECIQ1M(1)
+	DOT32((4+32*1), Y2, Y4, Y5)
+	DECIQ1M(2)
+	DOT32((4+32*2), Y2, Y4, Y5)
+	DECIQ1M(3)
+	DOT32((4+32*3), Y2, Y4, Y5)
+	DECIQ1M(4)
+	DOT32((4+32*4), Y2, Y4, Y5)
+	DECIQ1M(5)
+	DOT32((4+32*5), Y2, Y4, Y5)
+	DECIQ1M(6)
+	DOT32((4+32*6), Y2, Y4, Y5)
+	DECIQ1M(7)
+	DOT32((4+32*7), Y2, Y4, Y5)
+	IQ1MD
 	BLOCKENDD
 	ADDQ $56, SI
 	ADDQ $292, DI
@@ -579,5 +980,50 @@ iq1mloop:
 	JNZ  iq1mloop
 	IQSUM($0x3e000000)
 	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func gemmIQ1MQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmIQ1MQ8KAVX2(SB), 0, $128-48
+	TILESETUP
+	BCAST8($0x08080808, X11, Y11)
+	LEAQ ·iq1sGrid(SB), R8
+
+iq1mtile:
+	PREFETCHT0 (DOTPF+0)(SI)
+	DECIQ1M(0)
+	TILE4((4+32*0))
+	DECIQ1M(1)
+	TILE4((4+32*1))
+	DECIQ1M(2)
+	TILE4((4+32*2))
+	DECIQ1M(3)
+	TILE4((4+32*3))
+	DECIQ1M(4)
+	TILE4((4+32*4))
+	DECIQ1M(5)
+	TILE4((4+32*5))
+	DECIQ1M(6)
+	TILE4((4+32*6))
+	DECIQ1M(7)
+	TILE4((4+32*7))
+	IQ1MD
+	VCVTPH2PS X1, X1
+	TOKEND(0(DI), Y7, 0)
+	TOKEND(0(DI)(DX*1), Y8, 32)
+	TOKEND(0(DI)(DX*2), Y9, 64)
+	TOKEND(0(R14), Y10, 96)
+	ADDQ $56, SI
+	ADDQ $292, DI
+	ADDQ $292, R14
+	DECQ CX
+	JNZ  iq1mtile
+	MOVQ out+32(FP), DX
+	MOVQ ldo+40(FP), BX
+	SHLQ $2, BX
+	TILERES(0, $0x3e000000)
+	TILERES(32, $0x3e000000)
+	TILERES(64, $0x3e000000)
+	TILERES(96, $0x3e000000)
 	VZEROUPPER
 	RET

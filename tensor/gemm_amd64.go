@@ -22,6 +22,27 @@ func gemmQ5KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 func gemmIQ4XSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
+func gemmIQ2XXSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ2XSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ2SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ3XXSQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ3SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ1SQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ1MQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
 func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
@@ -163,7 +184,14 @@ var gemmTiles = map[Type]struct {
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x2: gemmQ6KQ8KAVX512x2,
 		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p,
 		avx512x4p: gemmQ6KQ8KAVX512x4p, avx512x2p: gemmQ6KQ8KAVX512x2p, lanes16: gemmQ6KQ8KLanes16},
-	IQ4_XS: {avx2: gemmIQ4XSQ8KAVX2},
+	IQ4_XS:  {avx2: gemmIQ4XSQ8KAVX2},
+	IQ2_XXS: {avx2: gemmIQ2XXSQ8KAVX2},
+	IQ2_XS:  {avx2: gemmIQ2XSQ8KAVX2},
+	IQ2_S:   {avx2: gemmIQ2SQ8KAVX2},
+	IQ3_XXS: {avx2: gemmIQ3XXSQ8KAVX2},
+	IQ3_S:   {avx2: gemmIQ3SQ8KAVX2},
+	IQ1_S:   {avx2: gemmIQ1SQ8KAVX2},
+	IQ1_M:   {avx2: gemmIQ1MQ8KAVX2},
 }
 
 // gemmImpls returns the implementations of the multi-token product for
