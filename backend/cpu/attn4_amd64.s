@@ -154,3 +154,70 @@ reduce:
 	VMOVSS       X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func axpyKeys4AVX2(o *float32, ldo int, e *[4]float32, lat *float32, offs *int32, nk, n int)
+//
+// For each key i < nk, in order, adds e[i][j]·lat[offs[i]+d] to
+// o[j·ldo+d] for the four rows j and d < n (a multiple of 16): what nk
+// calls of axpy4AVX2 do, element by element the same fused multiply-adds
+// in the same order, with 16 columns of the four rows in Y0-Y7 over all
+// the keys instead of a load and a store of them per key.
+TEXT ·axpyKeys4AVX2(SB), NOSPLIT, $0-56
+	ROWS4(o+0(FP), ldo+8(FP))
+	MOVQ lat+24(FP), SI
+	MOVQ n+48(FP), R12
+	SHLQ $2, R12                   // columns in bytes
+	XORQ R13, R13                  // column offset in bytes
+
+cols:
+	CMPQ    R13, R12
+	JGE     done
+	VMOVUPS (DI)(R13*1), Y0
+	VMOVUPS 32(DI)(R13*1), Y1
+	VMOVUPS (R8)(R13*1), Y2
+	VMOVUPS 32(R8)(R13*1), Y3
+	VMOVUPS (R9)(R13*1), Y4
+	VMOVUPS 32(R9)(R13*1), Y5
+	VMOVUPS (R10)(R13*1), Y6
+	VMOVUPS 32(R10)(R13*1), Y7
+	MOVQ    e+16(FP), DX
+	MOVQ    offs+32(FP), BX
+	MOVQ    nk+40(FP), CX
+
+keys:
+	MOVLQSX      (BX), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         R13, R11
+	VMOVUPS      (R11), Y8
+	VMOVUPS      32(R11), Y9
+	VBROADCASTSS (DX), Y10
+	VBROADCASTSS 4(DX), Y11
+	VBROADCASTSS 8(DX), Y12
+	VBROADCASTSS 12(DX), Y13
+	VFMADD231PS  Y8, Y10, Y0
+	VFMADD231PS  Y9, Y10, Y1
+	VFMADD231PS  Y8, Y11, Y2
+	VFMADD231PS  Y9, Y11, Y3
+	VFMADD231PS  Y8, Y12, Y4
+	VFMADD231PS  Y9, Y12, Y5
+	VFMADD231PS  Y8, Y13, Y6
+	VFMADD231PS  Y9, Y13, Y7
+	ADDQ         $16, DX
+	ADDQ         $4, BX
+	DECQ         CX
+	JNZ          keys
+
+	VMOVUPS Y0, (DI)(R13*1)
+	VMOVUPS Y1, 32(DI)(R13*1)
+	VMOVUPS Y2, (R8)(R13*1)
+	VMOVUPS Y3, 32(R8)(R13*1)
+	VMOVUPS Y4, (R9)(R13*1)
+	VMOVUPS Y5, 32(R9)(R13*1)
+	VMOVUPS Y6, (R10)(R13*1)
+	VMOVUPS Y7, 32(R10)(R13*1)
+	ADDQ    $64, R13
+	JMP     cols
+
+done:
+	VZEROUPPER
+	RET

@@ -24,12 +24,15 @@ func axpyAVX2(y *float32, a float32, x *float32, n int)
 //go:noescape
 func axpyKeys4AVX512(o *float32, ldo int, e *[4]float32, lat *float32, offs *int32, nk, n int)
 
+//go:noescape
+func axpyKeys4AVX2(o *float32, ldo int, e *[4]float32, lat *float32, offs *int32, nk, n int)
+
 // axpyKeys4 adds, for each key i in order, e[i][j]·lat[offs[i]:][:n] to
 // rows j < 4 of o (ldo apart): the weighted sum of attendHeads4 over a tile
-// of keys, exactly what one axpy4 per key gives. With AVX-512 the first
-// n&^63 columns of the four rows stay in registers across the keys (one
-// axpy4 per key loads and stores them every time, four stores per four
-// multiply-adds).
+// of keys, exactly what one axpy4 per key gives. The first n&^63 columns
+// (AVX-512) or n&^15 (AVX2) of the four rows stay in registers across the
+// keys (one axpy4 per key loads and stores them every time, four stores per
+// four multiply-adds).
 func axpyKeys4(o []float32, ldo int, e [][4]float32, lat []float32, offs []int32, n int) {
 	_ = o[3*ldo+n-1]
 	e = e[:len(offs)]
@@ -40,6 +43,12 @@ func axpyKeys4(o []float32, ldo int, e [][4]float32, lat []float32, offs []int32
 	if useAVX512 && len(offs) > 0 {
 		if n64 = n &^ 63; n64 > 0 {
 			axpyKeys4AVX512(&o[0], ldo, &e[0], &lat[0], &offs[0], len(offs), n64)
+		}
+	}
+	if useAVX2 && len(offs) > 0 {
+		if n16 := n &^ 15; n16 > n64 {
+			axpyKeys4AVX2(&o[n64], ldo, &e[0], &lat[n64], &offs[0], len(offs), n16-n64)
+			n64 = n16
 		}
 	}
 	if n64 < n {

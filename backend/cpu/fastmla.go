@@ -157,16 +157,20 @@ func attend4(o, q []float32, lat rows, kr, dr, n0 int, tau float32, sc *[keyTile
 			}
 		}
 		raiseMax4(o, kr, m[:], l[:], tileMax[:])
+		// The weights replace the scores (0 past a query's position); the
+		// tile's weighted sum is one pass (axpyKeys4: the same fused
+		// multiply-adds per element, key after key, as an axpy4 per key).
 		for i := range nk {
-			var e [4]float32
 			for j := range 4 {
+				e := float32(0)
 				if v := sc[i][j]; v != inf {
-					e[j] = expNeg(v - m[j])
-					l[j] += e[j]
+					e = expNeg(v - m[j])
+					l[j] += e
 				}
+				sc[i][j] = e
 			}
-			axpy4(o, kr, &e, base[offs[i]:int(offs[i])+kr], kr)
 		}
+		axpyKeys4(o, kr, sc[:nk], base, offs[:nk], kr)
 	}
 	for j := range 4 {
 		Scale(o[j*kr:(j+1)*kr], 1/l[j])
