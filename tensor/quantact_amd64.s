@@ -435,3 +435,109 @@ k2zero:
 	VMOVDQU Y1, 256(DI)
 	VMOVQ   X1, 284(DI)
 	JMP     k2next
+
+// The AVX2 Q8_0 quantizer: quantQ8_0AVX512's steps on eight lanes. Each
+// int32 quant is cut to its low byte and sign-extended (the AVX-512 one's
+// VPMOVDB truncation, and what the reference's int8 conversion gives for
+// the out-of-range values of an infinite block), then packed to bytes with
+// saturating packs, exact for them, and the lane fix-up of q8kPerm.
+
+// ROUND0Y leaves in Q the 8 quants of the floats at off(SI) times Y7 (id):
+// q = trunc(x), then ±1 where x − q ≥ 0.5 or ≤ −0.5 (roundf, ties away
+// from zero; x − q is exact). Y8-Y10 are scratch.
+#define ROUND0Y(off, Q) \
+	VMULPS     off(SI), Y7, Y8; \
+	VCVTTPS2DQ Y8, Q; \
+	VCVTDQ2PS  Q, Y9; \
+	VSUBPS     Y9, Y8, Y9; \
+	VCMPPS     $0x0D, Y13, Y9, Y10; \
+	VPSUBD     Y10, Q, Q; \
+	VCMPPS     $0x02, Y12, Y9, Y10; \
+	VPADDD     Y10, Q, Q; \
+	VPSLLD     $24, Q, Q; \
+	VPSRAD     $24, Q, Q
+
+// func quantQ8_0AVX2(x *float32, nb int, dst *byte, ds *float32) bool
+TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-33
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVQ ds+24(FP), DX
+	MOVL $0x7FFFFFFF, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x3F000000, AX // 0.5
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0xBF000000, AX // -0.5
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VMOVDQU q8kPerm<>(SB), Y11
+	TESTQ CX, CX
+	JZ    q802ok
+
+q802block:
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VMOVUPS   64(SI), Y2
+	VMOVUPS   96(SI), Y3
+	VCMPPS    $3, Y0, Y0, Y4
+	VCMPPS    $3, Y1, Y1, Y5
+	VORPS     Y5, Y4, Y4
+	VCMPPS    $3, Y2, Y2, Y5
+	VORPS     Y5, Y4, Y4
+	VCMPPS    $3, Y3, Y3, Y5
+	VORPS     Y5, Y4, Y4
+	VMOVMSKPS Y4, AX
+	TESTL     AX, AX
+	JNZ       q802nan
+	VANDPS    Y15, Y0, Y0
+	VANDPS    Y15, Y1, Y1
+	VANDPS    Y15, Y2, Y2
+	VANDPS    Y15, Y3, Y3
+	VMAXPS    Y1, Y0, Y0
+	VMAXPS    Y3, Y2, Y2
+	VMAXPS    Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VMAXPS    X1, X0, X0
+	VPERMILPS $0xB1, X0, X1
+	VMAXPS    X1, X0, X0
+	MOVL      $0x42FE0000, AX // 127
+	VMOVD     AX, X5
+	VDIVSS    X5, X0, X6      // d = amax/127
+	VMOVSS    X6, (DX)
+	VXORPS    X7, X7, X7
+	VUCOMISS  X7, X6
+	JEQ       q802id          // id = 0 for d = 0
+	MOVL      $0x3F800000, AX
+	VMOVD     AX, X7
+	VDIVSS    X6, X7, X7      // id = 1/d
+
+q802id:
+	VBROADCASTSS X7, Y7
+	ROUND0Y(0, Y0)
+	ROUND0Y(32, Y1)
+	ROUND0Y(64, Y2)
+	ROUND0Y(96, Y3)
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD    Y0, Y11, Y0
+	VMOVDQU   Y0, 2(DI)
+	ADDQ $128, SI
+	ADDQ $34, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q802block
+
+q802ok:
+	MOVB $1, ret+32(FP)
+	VZEROUPPER
+	RET
+
+q802nan:
+	MOVB $0, ret+32(FP)
+	VZEROUPPER
+	RET
