@@ -152,12 +152,11 @@ GLOBL r8Dup<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y3, Y2, Y2; \
 	VPADDD       Y2, ACC, ACC
 
-// Q8END adds token P's block sums ACC times d·dy to FACC.
+// Q8END adds token P's block sums ACC times d·dy to FACC (dy, an f16,
+// broadcast before its conversion).
 #define Q8END(P, ACC, FACC) \
-	MOVWLZX      (P), AX; \
-	VMOVD        AX, X12; \
-	VCVTPH2PS    X12, X12; \
-	VBROADCASTSS X12, Y12; \
+	VPBROADCASTW (P), X12; \
+	VCVTPH2PS    X12, Y12; \
 	VMULPS       (SI), Y12, Y12; \
 	VCVTDQ2PS    ACC, ACC; \
 	VFMADD231PS  Y12, ACC, FACC
