@@ -221,10 +221,18 @@ func withPacked(m backend.Matrix, size int64) (backend.Matrix, error) {
 	return m, tensor.Repack(m.Type, m.Packed, m.Data, m.Rows, m.Cols)
 }
 
+// hugePageBytes is the size from which a repacked copy asks for huge pages
+// (two of them: smaller copies gain little).
+const hugePageBytes = 4 << 20
+
 // alignedBytes returns n bytes starting on a 64-byte boundary, so that the
 // packed kernels' loads of a group's blocks never straddle cache lines.
 func alignedBytes(n int) []byte {
 	b := make([]byte, n+63)
+	if n >= hugePageBytes {
+		// Before the first write, so the pages come huge at once.
+		_ = mmap.HugePagesWithin(b)
+	}
 	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))%64)) % 64
 	return b[off : off+n : off+n]
 }

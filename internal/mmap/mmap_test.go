@@ -48,3 +48,20 @@ func TestFile(t *testing.T) {
 		t.Error("a mapping of 0 bytes was made")
 	}
 }
+
+// TestHugePagesWithin: the advice takes any slice, aligned or not, empty or
+// smaller than a page, and the memory stays usable.
+func TestHugePagesWithin(t *testing.T) {
+	b := make([]byte, 8<<20+123)
+	for _, s := range [][]byte{nil, b[:0], b[1:100], b[7:], b} {
+		if err := HugePagesWithin(s); err != nil {
+			t.Errorf("%d bytes: %v", len(s), err)
+		}
+	}
+	for i := range b {
+		b[i] = byte(i)
+	}
+	if b[len(b)-1] != byte(len(b)-1) {
+		t.Error("memory changed")
+	}
+}
