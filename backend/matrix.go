@@ -32,6 +32,11 @@ type Matrix struct {
 	// token embeddings), never multiplied, so that a device does not lay
 	// it out for products.
 	LookupOnly bool
+	// Head marks the output head: a model multiplies it with one token
+	// per sequence and step (a prompt's last), so that a device lays it
+	// out for single-token products (the CPU repacks it even where its
+	// prompt kernels prefer the rows' own layout).
+	Head bool
 	// Mapped says that Data is a view of a read-only file mapping: a
 	// device that keeps its own copy may drop those pages from the
 	// process's memory (they are read from the file again if needed).

@@ -106,10 +106,13 @@ func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 	if d == 0 {
 		embd := w.TokenEmbd
 		embd.LookupOnly = w.Output.Name != w.TokenEmbd.Name
+		embd.Head = !embd.LookupOnly // tied: the embeddings are the head
 		sh.embd = u.matrix(embd)
 		sh.output = sh.embd
 		if embd.LookupOnly {
-			sh.output = u.matrix(w.Output)
+			out := w.Output
+			out.Head = true
+			sh.output = u.matrix(out)
 		}
 		sh.outNorm = u.vector("output_norm.weight", w.OutputNorm)
 	}

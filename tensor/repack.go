@@ -67,6 +67,7 @@ type packedKernel struct {
 	row   func(dst []byte, src []byte, r int)         // row r's original block from a packed one
 	twin  func(x []byte, nb int, y []byte) [8]float32 // pure-Go product of one group and one token
 	gemm  PackedGemmFunc                              // the fastest product this CPU runs, or nil
+	head  PackedGemmFunc                              // the product for single-token matrices, or nil
 }
 
 func packedKernelOf(t Type) *packedKernel {
@@ -89,6 +90,7 @@ var packedQ6K = packedKernel{
 	row:   unpackQ6KRow,
 	twin:  gemmQ6KR8Generic,
 	gemm:  gemmQ6KR8Best,
+	head:  gemmQ6KR8Head,
 }
 
 var packedQ80 = packedKernel{
@@ -97,6 +99,7 @@ var packedQ80 = packedKernel{
 	row:   unpackQ80Row,
 	twin:  gemmQ8R8Generic,
 	gemm:  gemmQ8R8Best,
+	head:  gemmQ8R8Best,
 }
 
 // Q5_0 is repacked to the 8-bit layout, its weights widened (w − 16 as
@@ -107,6 +110,7 @@ var packedQ50 = packedKernel{
 	row:   unpackQ50Row,
 	twin:  gemmQ8R8Generic,
 	gemm:  gemmQ8R8Best,
+	head:  gemmQ8R8Best,
 }
 
 var packedQ4K = packedKernel{
@@ -115,6 +119,7 @@ var packedQ4K = packedKernel{
 	row:   unpackQ4KRow,
 	twin:  gemmQ4KR8Generic,
 	gemm:  gemmQ4KR8Best,
+	head:  gemmQ4KR8Head,
 }
 
 // PackedGemm returns the product of matrices of type t repacked by Repack,
@@ -128,12 +133,35 @@ func PackedGemm(t Type) (PackedGemmFunc, bool) {
 	return k.gemm, true
 }
 
+// HeadPackedGemm is PackedGemm for a matrix that a model multiplies with
+// one token per sequence and step (its output head, which a prompt needs
+// for its last token only): the repacked product wherever this CPU has one,
+// also where PackedGemm leaves t in its own layout because another kernel
+// multiplies prompts faster (Q4_K and Q6_K with AVX-512 VNNI). Such a
+// matrix is streamed from memory once per generated token, which the
+// repacked single-token kernels read fastest.
+func HeadPackedGemm(t Type) (PackedGemmFunc, bool) {
+	k := packedKernelOf(t)
+	if k == nil || k.head == nil {
+		return nil, false
+	}
+	return k.head, true
+}
+
 // PackedSize returns the bytes of a matrix of rows rows of cols elements of
 // type t in the repacked layout, or an error if t has no such layout here
 // or the shape does not fit it (rows a multiple of PackRows, cols of whole
 // blocks).
 func PackedSize(t Type, rows, cols int) (int64, error) {
 	if k := packedKernelOf(t); k == nil || k.gemm == nil {
+		return 0, fmt.Errorf("tensor: no repacked layout for %s on this CPU", t)
+	}
+	return layoutSize(t, rows, cols)
+}
+
+// HeadPackedSize is PackedSize for a matrix repacked for HeadPackedGemm.
+func HeadPackedSize(t Type, rows, cols int) (int64, error) {
+	if k := packedKernelOf(t); k == nil || k.head == nil {
 		return 0, fmt.Errorf("tensor: no repacked layout for %s on this CPU", t)
 	}
 	return layoutSize(t, rows, cols)
@@ -153,9 +181,9 @@ func layoutSize(t Type, rows, cols int) (int64, error) {
 
 // Repack writes the matrix data (rows rows of cols elements of type t, one
 // row after the other as in a GGUF file) to dst in the repacked layout;
-// dst must hold PackedSize bytes.
+// dst must hold PackedSize (or HeadPackedSize) bytes.
 func Repack(t Type, dst, data []byte, rows, cols int) error {
-	if _, err := PackedSize(t, rows, cols); err != nil {
+	if _, err := HeadPackedSize(t, rows, cols); err != nil {
 		return err
 	}
 	return repackLayout(t, dst, data, rows, cols)

@@ -40,6 +40,11 @@ var (
 	gemmQ4KR8Best = packedOn(gemmQ4KR8AVX2, dotAVX2 && !dotAVX512)
 	gemmQ6KR8Best = packedOn(gemmQ6KR8AVX2, dotAVX2 && !dotAVX512)
 	gemmQ8R8Best  = packedOn(gemmQ8R8AVX2, dotAVX2)
+
+	// A single-token matrix (HeadPackedGemm) is repacked wherever AVX2
+	// runs: the lanes tiles do nothing for one token.
+	gemmQ4KR8Head = packedOn(gemmQ4KR8AVX2, dotAVX2)
+	gemmQ6KR8Head = packedOn(gemmQ6KR8AVX2, dotAVX2)
 )
 
 // packedOn returns f where use holds, else nil.

@@ -184,7 +184,11 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 		return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
 	}
 	if d.cpu.repack && !m.LookupOnly {
-		if size, err := tensor.PackedSize(m.Type, m.Rows, m.Cols); err == nil {
+		packedSize := tensor.PackedSize
+		if m.Head {
+			packedSize = tensor.HeadPackedSize
+		}
+		if size, err := packedSize(m.Type, m.Rows, m.Cols); err == nil {
 			// The repacked copy is what the products read: it takes the
 			// memory, and the mapped rows stay on disk unless something
 			// reads them.

@@ -348,8 +348,12 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	if p := w.PackedRows(lo, hi); p != nil && k.packed != nil {
-		k.packed(p, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	packed := k.packed
+	if w.Head {
+		packed = k.head
+	}
+	if p := w.PackedRows(lo, hi); p != nil && packed != nil {
+		packed(p, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
 	} else if n == 1 && !k.streams {
 		// One token reads each weight byte once, from memory: fetch the
 		// next rows while this block computes, so that the kernel's work
@@ -421,6 +425,7 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 type kernel struct {
 	gemm    tensor.GemmFunc
 	packed  tensor.PackedGemmFunc // the product of repacked weights (default products only: not DotKernel's bits), or nil
+	head    tensor.PackedGemmFunc // the product of a repacked output head (tensor.HeadPackedGemm), or nil
 	tile    int
 	act     tensor.Type // the activations' type
 	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
@@ -441,6 +446,9 @@ var kernels = sync.OnceValue(func() [2][]*kernel {
 					k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
 					if p, ok := tensor.PackedGemm(id); ok && i == 0 {
 						k.packed = p
+					}
+					if p, ok := tensor.HeadPackedGemm(id); ok && i == 0 {
+						k.head = p
 					}
 				}
 			}

@@ -15,18 +15,29 @@ import (
 // packed kernels add the same integers and round their float steps in
 // another order), every token's result the same bits whatever the number
 // of tokens in the product, the memory counted at the repacked size, and
-// row slices that break the groups of eight read the rows' own layout.
+// row slices that break the groups of eight read the rows' own layout. An
+// output head (Matrix.Head) is repacked wherever the CPU has the layout's
+// single-token kernel (tensor.HeadPackedGemm), the same way.
 func TestRepackedMatMul(t *testing.T) {
 	const rows, cols, n = 40, 512, 11
-	for _, typ := range []tensor.Type{tensor.Q4_K, tensor.Q6_K, tensor.Q8_0, tensor.Q5_0} {
-		if _, ok := tensor.PackedGemm(typ); !ok {
-			t.Logf("%s: not repacked on this CPU", typ)
+	for _, tc := range []struct {
+		typ  tensor.Type
+		head bool
+	}{{tensor.Q4_K, false}, {tensor.Q6_K, false}, {tensor.Q8_0, false}, {tensor.Q5_0, false}, {tensor.Q4_K, true}, {tensor.Q6_K, true}} {
+		typ := tc.typ
+		packedGemm, packedSize, name := tensor.PackedGemm, tensor.PackedSize, typ.String()
+		if tc.head {
+			packedGemm, packedSize, name = tensor.HeadPackedGemm, tensor.HeadPackedSize, name+"/head"
+		}
+		if _, ok := packedGemm(typ); !ok {
+			t.Logf("%s: not repacked on this CPU", name)
 			continue
 		}
-		t.Run(typ.String(), func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(3, uint64(typ)))
 			w := randVec(r, rows*cols)
 			m := quantMatrix(t, typ, w, rows, cols)
+			m.Head = tc.head
 			x := randVec(r, n*cols)
 			plain, packed := NewFastDevice(0, 2, 0), NewFastDevice(0, 2, 0)
 			packed.cpu.SetRepack(true)
@@ -38,7 +49,7 @@ func TestRepackedMatMul(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			size, _ := tensor.PackedSize(typ, rows, cols)
+			size, _ := packedSize(typ, rows, cols)
 			if Mat(wq).Packed == nil || wq.Bytes() != size || packed.Used() != size || packed.RepackedBytes() != size {
 				t.Fatalf("repacked weight: %d bytes, device uses %d, repacked %d; want %d", wq.Bytes(), packed.Used(), packed.RepackedBytes(), size)
 			}
