@@ -345,3 +345,18 @@ func dotIQ1MQ8K(x, y []byte, nb int) float32 {
 	}
 	return dotIQ1MQ8KGeneric(x, y, nb)
 }
+
+// ksignsIQ2Bytes is ksignsIQ2 spread to bytes for the AVX2 kernels: byte j
+// of entry i is −1 (0xFF) where sign j of pattern i is negative, else +1.
+var ksignsIQ2Bytes = func() (t [128]uint64) {
+	for i := range t {
+		for j := range 8 {
+			b := uint64(0x01)
+			if ksignsIQ2[i]>>j&1 != 0 {
+				b = 0xFF
+			}
+			t[i] |= b << (8 * j)
+		}
+	}
+	return t
+}()

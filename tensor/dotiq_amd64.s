@@ -131,30 +131,31 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 	VMOVD        AX, X1; \
 	VMULSS       X1, X0, X0
 
-// KSIGN4 makes in R12 the 32 sign bits of four 7-bit patterns at bits 0,
-// 7, 14 and 21 of R13 (through the table at R9); AX is scratch.
-#define KSIGN4 \
-	MOVL    R13, AX; \
-	ANDL    $127, AX; \
-	MOVBLZX (R9)(AX*1), R12; \
-	MOVL    R13, AX; \
-	SHRL    $7, AX; \
-	ANDL    $127, AX; \
-	MOVBLZX (R9)(AX*1), AX; \
-	SHLL    $8, AX; \
-	ORL     AX, R12; \
-	MOVL    R13, AX; \
-	SHRL    $14, AX; \
-	ANDL    $127, AX; \
-	MOVBLZX (R9)(AX*1), AX; \
-	SHLL    $16, AX; \
-	ORL     AX, R12; \
-	MOVL    R13, AX; \
-	SHRL    $21, AX; \
-	ANDL    $127, AX; \
-	MOVBLZX (R9)(AX*1), AX; \
-	SHLL    $24, AX; \
-	ORL     AX, R12
+// SIGNS4 gathers the ±1 sign bytes of four 7-bit patterns (the table at R9,
+// ksignsIQ2Bytes: eight bytes a pattern) whose indices are in A, B, C and D
+// into the four quadwords of Y4; X3 is scratch.
+#define SIGNS4(A, B, C, D) \
+	VMOVQ       (R9)(A*8), X4; \
+	VPINSRQ     $1, (R9)(B*8), X4, X4; \
+	VMOVQ       (R9)(C*8), X3; \
+	VPINSRQ     $1, (R9)(D*8), X3, X3; \
+	VINSERTI128 $1, X3, Y4, Y4
+
+// KSIGNS4 puts in Y4 the signs of the four 7-bit patterns at bits 0, 7, 14
+// and 21 of R13; AX, R10, R11 and R12 are scratch.
+#define KSIGNS4 \
+	MOVL R13, AX; \
+	ANDL $127, AX; \
+	MOVL R13, R10; \
+	SHRL $7, R10; \
+	ANDL $127, R10; \
+	MOVL R13, R11; \
+	SHRL $14, R11; \
+	ANDL $127, R11; \
+	MOVL R13, R12; \
+	SHRL $21, R12; \
+	ANDL $127, R12; \
+	SIGNS4(AX, R10, R11, R12)
 
 // DECIQ2XXS decodes IQ2_XXS group g: indices at 2+8g, the u32 of signs and scale at 6+8g.
 #define DECIQ2XXS(g) \
@@ -164,24 +165,22 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 	MOVBQZX (5+8*g)(SI), R12; \
 	GRID8(AX, R10, R11, R12, X2, Y2, X3); \
 	MOVL    (6+8*g)(SI), R13; \
-	KSIGN4; \
-	SIGNS(R12, X4, Y4); \
+	KSIGNS4; \
 	MOVL    R13, AX; \
 	SHRL    $28, AX; \
 	LEAL    1(AX)(AX*1), AX; \
 	SCALE1(AX, X5, Y5)
 
 
-// IQ2XS1 takes u16 l of IQ2_XS group g: its 9-bit index into I and its
-// sign byte into bits 8l..8l+7 of BX.
+// IQ2XS1 takes the 9-bit index of u16 l of IQ2_XS group g into I.
 #define IQ2XS1(g, l, I) \
-	MOVWLZX (2+8*g+2*l)(SI), R13; \
-	MOVL    R13, I; \
-	ANDL    $511, I; \
-	SHRL    $9, R13; \
-	MOVBLZX (R9)(R13*1), R13; \
-	SHLL    $(8*l), R13; \
-	ORL     R13, BX
+	MOVWLZX (2+8*g+2*l)(SI), I; \
+	ANDL    $511, I
+
+// IQ2XSS1 takes the 7-bit sign pattern of u16 l of IQ2_XS group g into I.
+#define IQ2XSS1(g, l, I) \
+	MOVWLZX (2+8*g+2*l)(SI), I; \
+	SHRL    $9, I
 
 // SCALES2 makes the two odd scales of the nibbles of the byte at off(SI)
 // in the lanes of Y5 (low nibble: weights 0-15).
@@ -195,13 +194,16 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 	SCALE2(R10, R11, X5, Y5, X3)
 
 #define DECIQ2XS(g) \
-	XORL    BX, BX; \
 	IQ2XS1(g, 0, AX); \
 	IQ2XS1(g, 1, R10); \
 	IQ2XS1(g, 2, R11); \
 	IQ2XS1(g, 3, R12); \
 	GRID8(AX, R10, R11, R12, X2, Y2, X3); \
-	SIGNS(BX, X4, Y4); \
+	IQ2XSS1(g, 0, AX); \
+	IQ2XSS1(g, 1, R10); \
+	IQ2XSS1(g, 2, R11); \
+	IQ2XSS1(g, 3, R12); \
+	SIGNS4(AX, R10, R11, R12); \
 	SCALES2(66+g)
 
 
@@ -282,8 +284,7 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 #define DECIQ3XXS(g) \
 	GRID4XXS(g); \
 	MOVL    (66+4*g)(SI), R13; \
-	KSIGN4; \
-	SIGNS(R12, X4, Y4); \
+	KSIGNS4; \
 	MOVL    R13, AX; \
 	SHRL    $28, AX; \
 	LEAL    1(AX)(AX*1), AX; \
@@ -502,7 +503,7 @@ GLOBL dotIQ1MDeltaBits<>(SB), RODATA|NOPTR, $32
 TEXT ·dotIQ2XXSQ8KAVX2(SB), NOSPLIT, $0-28
 	IQSETUP
 	LEAQ ·iq2xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq2xxsloop:
 	PREFETCHT0 (DOTPF+0)(SI)
@@ -522,7 +523,7 @@ iq2xxsloop:
 TEXT ·gemmIQ2XXSQ8KAVX2(SB), 0, $128-48
 	TILESETUP
 	LEAQ ·iq2xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq2xxstile:
 	PREFETCHT0 (DOTPF+0)(SI)
@@ -542,7 +543,7 @@ iq2xxstile:
 TEXT ·dotIQ2XSQ8KAVX2(SB), NOSPLIT, $0-28
 	IQSETUP
 	LEAQ ·iq2xsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq2xsloop:
 	PREFETCHT0 (DOTPF+0)(SI)
@@ -562,7 +563,7 @@ iq2xsloop:
 TEXT ·gemmIQ2XSQ8KAVX2(SB), 0, $128-48
 	TILESETUP
 	LEAQ ·iq2xsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq2xstile:
 	PREFETCHT0 (DOTPF+0)(SI)
@@ -620,7 +621,7 @@ iq2stile:
 TEXT ·dotIQ3XXSQ8KAVX2(SB), NOSPLIT, $0-28
 	IQSETUP
 	LEAQ ·iq3xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq3xxsloop:
 	PREFETCHT0 (DOTPF+0)(SI)
@@ -640,7 +641,7 @@ iq3xxsloop:
 TEXT ·gemmIQ3XXSQ8KAVX2(SB), 0, $128-48
 	TILESETUP
 	LEAQ ·iq3xxsGrid(SB), R8
-	LEAQ ·ksignsIQ2(SB), R9
+	LEAQ ·ksignsIQ2Bytes(SB), R9
 
 iq3xxstile:
 	PREFETCHT0 (DOTPF+0)(SI)
