@@ -117,7 +117,8 @@ func (r rows) row(s int, tmp []float32) []float32 {
 
 // float32s returns all of r's values in float32: a float32 buffer's own,
 // a cache type's converted into *buf (grown as needed). The exact
-// device's reference reads a typed cache this way.
+// device's reference reads a typed cache this way, and so do the fast
+// causal prefill's heads.
 func (r rows) float32s(buf *[]float32) []float32 {
 	if !r.typed {
 		return r.f32

@@ -249,10 +249,7 @@ func (d *Device) attentionFast(kqv, q []float32, lat rows, kb, vb backend.Matrix
 		// so the same results) and let the heads read float32 rows.
 		s := d.getScratch()
 		defer d.putScratch(s)
-		lat = lat.prefix(pos0 + T)
-		s.rowsF32 = grow(s.rowsF32, lat.n)
-		convertRow(s.rowsF32, lat.t, lat.data)
-		lat = rows{f32: s.rowsF32, w: lat.w}
+		lat = rows{f32: lat.prefix(pos0 + T).float32s(&s.rowsF32), w: lat.w}
 	}
 	c := d.cpu
 	c.mu.Lock()

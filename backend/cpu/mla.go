@@ -16,7 +16,7 @@ type scratch struct {
 	slots                        []int
 	local                        []bool
 	rope                         []float32
-	rowsF32                      []float32 // a typed cache's values for the exact path
+	rowsF32                      []float32 // a typed cache's values in float32 (exact path, causal prefill)
 	lats                         []rows    // attendQueries' arguments
 	sels                         [][]int32
 	pos                          []int
