@@ -2,5 +2,5 @@
 
 package mmap
 
-// hugePagesWithin does nothing: only Linux is asked for huge pages.
-func hugePagesWithin([]byte) error { return nil }
+// hugePages does nothing: only Linux is asked for huge pages.
+func hugePages([]byte) error { return nil }

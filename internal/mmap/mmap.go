@@ -41,6 +41,11 @@ func DontNeed(b []byte) error {
 // mapping that need not be page-aligned (one tensor's bytes): the pages it
 // shares with its neighbours stay.
 func DontNeedWithin(b []byte) error {
+	return DontNeed(pagesWithin(b))
+}
+
+// pagesWithin returns the whole pages inside b (possibly none).
+func pagesWithin(b []byte) []byte {
 	page := uintptr(os.Getpagesize())
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start := (page - addr%page) % page
@@ -48,7 +53,7 @@ func DontNeedWithin(b []byte) error {
 		return nil
 	}
 	end := start + (uintptr(len(b))-start)/page*page
-	return DontNeed(b[start:end])
+	return b[start:end]
 }
 
 // HugePagesWithin advises the system to back the pages wholly inside b, a
@@ -58,8 +63,8 @@ func DontNeedWithin(b []byte) error {
 // where transparent huge pages are enabled "always" or "madvise"; elsewhere
 // it does nothing. It is advice: an error changes nothing but the speed.
 func HugePagesWithin(b []byte) error {
-	if len(b) == 0 {
-		return nil
+	if p := pagesWithin(b); len(p) > 0 {
+		return hugePages(p)
 	}
-	return hugePagesWithin(b)
+	return nil
 }
