@@ -348,12 +348,8 @@ func (t *matTask) run(wk, i int) {
 // quantized activations act (n rows lda bytes apart).
 func gemmRows(k *kernel, dst []float32, act []byte, lda, n int, w backend.Matrix, lo, hi int) {
 	rb := w.RowBytes
-	packed := k.packed
-	if w.Head {
-		packed = k.head
-	}
-	if p := w.PackedRows(lo, hi); p != nil && packed != nil {
-		packed(p, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
+	if p := w.PackedRows(lo, hi); p != nil && k.packed != nil {
+		k.packed(p, act, lda, dst[lo:], w.Rows, hi-lo, n, w.Cols)
 	} else if n == 1 && !k.streams {
 		// One token reads each weight byte once, from memory: fetch the
 		// next rows while this block computes, so that the kernel's work
@@ -425,7 +421,6 @@ func matMulRows(dst, x []float32, n int, w backend.Matrix, lo, hi int, row []flo
 type kernel struct {
 	gemm    tensor.GemmFunc
 	packed  tensor.PackedGemmFunc // the product of repacked weights (default products only: not DotKernel's bits), or nil
-	head    tensor.PackedGemmFunc // the product of a repacked output head (tensor.HeadPackedGemm), or nil
 	tile    int
 	act     tensor.Type // the activations' type
 	streams bool        // its single-row kernel prefetches the rows ahead (tensor.DotPrefetches)
@@ -433,7 +428,7 @@ type kernel struct {
 
 // kernels holds the fast products of every type that has one, indexed by
 // type id: [0] tensor.BatchGemmKernel's, with the product of repacked
-// weights where the type has one (tensor.PackedGemm), [1]
+// weights where the type has one (tensor.HeadPackedGemm), [1]
 // tensor.GemmKernel's (the batch-invariant ones, which read the rows' own
 // layout). It is filled once and only read after.
 var kernels = sync.OnceValue(func() [2][]*kernel {
@@ -444,11 +439,11 @@ var kernels = sync.OnceValue(func() [2][]*kernel {
 			if id.Known() {
 				if f, tile, err := get(id); err == nil {
 					k = &kernel{gemm: f, tile: tile, act: id.VecDotType(), streams: tensor.DotPrefetches(id)}
-					if p, ok := tensor.PackedGemm(id); ok && i == 0 {
-						k.packed = p
-					}
+					// The layout's product wherever this CPU has one: Upload
+					// decides which matrices are repacked (tensor.PackedSize,
+					// or HeadPackedSize for an output head).
 					if p, ok := tensor.HeadPackedGemm(id); ok && i == 0 {
-						k.head = p
+						k.packed = p
 					}
 				}
 			}
