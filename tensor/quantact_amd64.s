@@ -37,17 +37,21 @@
 	VMOVD         X1, AX; \
 	MOVW          AX, (260+j*2)(DI)
 
-// HMAX leaves the largest of the 16 floats of Z (low half Y, X) in the
-// low float of X, using T (a register of the same width as X) as scratch.
-#define HMAX(Z, Y, X, TY, TX) \
-	VEXTRACTF64X4 $1, Z, TY; \
-	VMAXPS        TY, Y, Y; \
+// HMAXY is HMAX for the eight floats of Y (X its low half).
+#define HMAXY(Y, X, TX) \
 	VEXTRACTF128  $1, Y, TX; \
 	VMAXPS        TX, X, X; \
 	VPERMILPS     $0x4E, X, TX; \
 	VMAXPS        TX, X, X; \
 	VPERMILPS     $0xB1, X, TX; \
 	VMAXPS        TX, X, X
+
+// HMAX leaves the largest of the 16 floats of Z (low half Y, X) in the
+// low float of X, using T (a register of the same width as X) as scratch.
+#define HMAX(Z, Y, X, TY, TX) \
+	VEXTRACTF64X4 $1, Z, TY; \
+	VMAXPS        TY, Y, Y; \
+	HMAXY(Y, X, TX)
 
 // func quantQ8KAVX512(x *float32, nb int, dst *byte) bool
 TEXT ·quantQ8KAVX512(SB), NOSPLIT, $0-25
@@ -357,12 +361,7 @@ k2block:
 	VMOVMSKPS Y7, AX
 	TESTL     AX, AX
 	JNZ       k2nan
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS    X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VMAXPS    X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VMAXPS    X1, X0, X0
+	HMAXY(Y0, X0, X1)
 	VXORPS    X1, X1, X1
 	VUCOMISS  X1, X0
 	JEQ       k2zero
@@ -498,12 +497,7 @@ q802block:
 	VMAXPS    Y1, Y0, Y0
 	VMAXPS    Y3, Y2, Y2
 	VMAXPS    Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS    X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VMAXPS    X1, X0, X0
-	VPERMILPS $0xB1, X0, X1
-	VMAXPS    X1, X0, X0
+	HMAXY(Y0, X0, X1)
 	MOVL      $0x42FE0000, AX // 127
 	VMOVD     AX, X5
 	VDIVSS    X5, X0, X6      // d = amax/127
