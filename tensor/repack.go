@@ -33,9 +33,10 @@ import (
 // nibbles sub-block 2c, high nibbles 2c+1, as in the row's own block).
 
 // 8-bit groups (Q8_0, and Q5_0 widened), for each of eight rows' 32-element
-// blocks: d[r] as float32 ×8 · quants ×256: row r's int8 elements
-// 4g..4g+3 at 32 + 32g + 4r. The block is 288 bytes, a multiple of 32, so
-// no 32-byte load of an aligned matrix crosses a cache line.
+// blocks: d[r] f16 ×8 · quants ×256: row r's int8 elements 4g..4g+3 at
+// 16 + 32g + 4r. The block is 272 bytes, eight times Q8_0's, so that
+// decoding reads no more than the file's rows (its 32-byte loads may cross
+// a cache line: the loads are not what limits these kernels).
 
 // Q6_K, for each of eight rows r and 16-element sub-blocks s: d[r] as
 // float32 ×8 · scale[s][r] int8 ×128 · low bits ×1024: for half h, part
@@ -49,7 +50,7 @@ const PackRows = 8
 // repacked rows.
 const (
 	packedQ4KBlock = 32 + 64 + 64 + 1024
-	packedQ8Block  = 32 + 256
+	packedQ8Block  = 16 + 256
 	packedQ6KBlock = 32 + 128 + 1024 + 512
 )
 
@@ -281,7 +282,7 @@ var (
 	}()
 	q80Slices = func() (m sliceMap) {
 		for g := range 8 {
-			m.add(32+32*g, 2+4*g)
+			m.add(16+32*g, 2+4*g)
 		}
 		return m
 	}()
@@ -375,9 +376,10 @@ func gemmQ4KR8Generic(x []byte, nb int, y []byte) [8]float32 {
 // gemmPackedLoops is the blocked loop of the assembly products: tokens in
 // blocks of about gemmTokenBytes of activations, groups in blocks of about
 // gemmRowBytes, each group of a block multiplied with the block's tokens
-// four at a time (x4) and the rest one at a time (x1). x4 and x1 compute
-// every token alike.
-func gemmPackedLoops(x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
+// eight at a time (x8, where the layout has such a kernel), then four at a
+// time (x4) and the rest one at a time (x1). x8, x4 and x1 compute every
+// token alike.
+func gemmPackedLoops(x8, x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
 	x1 func(x *byte, nb int, y *byte, out *float32),
 	block, actBlock int, w, act []byte, lda int, out []float32, ldo int, rows, m, nb int) {
 	groups := rows / PackRows
@@ -385,7 +387,7 @@ func gemmPackedLoops(x4 func(x *byte, nb int, y *byte, lda int, out *float32, ld
 	_ = w[groups*gb-1]
 	_ = act[(m-1)*lda+nb*actBlock-1]
 	_ = out[(m-1)*ldo+rows-1]
-	tb := max(4, gemmTokenBytes/max(1, nb*actBlock)&^3)
+	tb := max(8, gemmTokenBytes/max(1, nb*actBlock)&^7)
 	rgb := max(1, gemmRowBytes/gb)
 	for j0 := 0; j0 < m; j0 += tb {
 		j1 := min(m, j0+tb)
@@ -393,6 +395,11 @@ func gemmPackedLoops(x4 func(x *byte, nb int, y *byte, lda int, out *float32, ld
 			for g := g0; g < min(groups, g0+rgb); g++ {
 				x := &w[g*gb]
 				j := j0
+				if x8 != nil {
+					for ; j+8 <= j1; j += 8 {
+						x8(x, nb, &act[j*lda], lda, &out[j*ldo+g*PackRows], ldo)
+					}
+				}
 				for ; j+4 <= j1; j += 4 {
 					x4(x, nb, &act[j*lda], lda, &out[j*ldo+g*PackRows], ldo)
 				}
@@ -426,15 +433,14 @@ func checkPacked(t Type, block int, w, act []byte, lda int, out []float32, ldo i
 // packQ80Block interleaves one Q8_0 block of each of eight rows.
 func packQ80Block(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
-		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 0)))
+		copy(dst[2*r:2*r+2], x[:2])
 		q80Slices.pack(dst, x, r)
 	}
 }
 
-// unpackQ80Row rebuilds row r's Q8_0 block from a packed one (its scale
-// came from an f16 and converts back exactly).
+// unpackQ80Row rebuilds row r's Q8_0 block from a packed one.
 func unpackQ80Row(dst, src []byte, r int) {
-	binary.LittleEndian.PutUint16(dst, F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
+	copy(dst[:2], src[2*r:2*r+2])
 	q80Slices.unpack(dst, src, r)
 }
 
@@ -442,23 +448,23 @@ func unpackQ80Row(dst, src []byte, r int) {
 // element l is (its nibble | its bit of qh << 4) − 16.
 func packQ50Block(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
-		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 0)))
+		copy(dst[2*r:2*r+2], x[:2])
 		qh := binary.LittleEndian.Uint32(x[2:])
 		for l := range 32 {
 			q := x[6+l%16] >> (4 * (l / 16)) & 15
 			v := int8(q|byte(qh>>l&1)<<4) - 16
-			dst[32+32*(l/4)+4*r+l%4] = byte(v)
+			dst[16+32*(l/4)+4*r+l%4] = byte(v)
 		}
 	}
 }
 
 // unpackQ50Row rebuilds row r's Q5_0 block from a widened one.
 func unpackQ50Row(dst, src []byte, r int) {
-	binary.LittleEndian.PutUint16(dst, F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
+	copy(dst[:2], src[2*r:2*r+2])
 	var qh uint32
 	clear(dst[6:22])
 	for l := range 32 {
-		v := byte(int8(src[32+32*(l/4)+4*r+l%4]) + 16)
+		v := byte(int8(src[16+32*(l/4)+4*r+l%4]) + 16)
 		dst[6+l%16] |= v & 15 << (4 * (l / 16))
 		qh |= uint32(v>>4&1) << l
 	}
@@ -478,9 +484,9 @@ func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
 		for r := range PackRows {
 			var sum int32
 			for l := range 32 {
-				sum += int32(int8(xb[32+32*(l/4)+4*r+l%4])) * int32(int8(yb[2+l]))
+				sum += int32(int8(xb[16+32*(l/4)+4*r+l%4])) * int32(int8(yb[2+l]))
 			}
-			d := math.Float32frombits(binary.LittleEndian.Uint32(xb[4*r:]))
+			d := dotF16At(xb, 2*r)
 			acc[r] += float32(float32(sum) * float32(d*dy))
 		}
 	}

@@ -2,8 +2,9 @@
 
 package tensor
 
-// The repacked products' assembly kernels (repack_amd64.s): four tokens
-// (x4) and one (x1) against a group of eight rows.
+// The repacked products' assembly kernels (repack_amd64.s): eight tokens
+// (x8, the 8-bit layout only), four (x4) and one (x1) against a group of
+// eight rows.
 
 //go:noescape
 func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
@@ -18,6 +19,9 @@ func gemmQ6KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 func gemmQ6KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
 //go:noescape
+func gemmQ8R8x8AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
 func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 
 //go:noescape
@@ -26,9 +30,9 @@ func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
 // The AVX2 products of each layout (the 8-bit one serves Q8_0 and the
 // widened Q5_0).
 var (
-	gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
-	gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
-	gemmQ8R8AVX2  = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
+	gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, nil, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
+	gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, nil, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
+	gemmQ8R8AVX2  = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x8AVX2, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
 )
 
 // The product each layout uses on this CPU, or nil (then it is not
@@ -73,16 +77,16 @@ func packedImpls(t Type) map[string]PackedGemmFunc {
 }
 
 // packedAVX2 returns the product of a packed layout (block bytes a group's
-// block, actBlock bytes an activation block) by its AVX2 kernels of four
-// tokens (x4) and one (x1).
+// block, actBlock bytes an activation block) by its AVX2 kernels of eight
+// tokens (x8, or nil), four (x4) and one (x1).
 func packedAVX2(t Type, block, actBlock int,
-	x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
+	x8, x4 func(x *byte, nb int, y *byte, lda int, out *float32, ldo int),
 	x1 func(x *byte, nb int, y *byte, out *float32)) PackedGemmFunc {
 	return func(w []byte, act []byte, lda int, out []float32, ldo int, rows, m, n int) {
 		nb := checkPacked(t, block, w, act, lda, out, ldo, rows, m, n)
 		if rows == 0 || m == 0 {
 			return
 		}
-		gemmPackedLoops(x4, x1, block, actBlock, w, act, lda, out, ldo, rows, m, nb)
+		gemmPackedLoops(x8, x4, x1, block, actBlock, w, act, lda, out, ldo, rows, m, nb)
 	}
 }

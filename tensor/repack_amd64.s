@@ -117,19 +117,22 @@ GLOBL r8Dup<>(SB), RODATA|NOPTR, $32
 	VMOVUPS      Y10, facc(SP)
 
 // Products of repacked 8-bit groups (Q8_0, and Q5_0 widened to 8 bits when
-// repacked): eight rows' 32-element blocks, their scales d as float32 at 0,
-// the quants at 32 + 32g + 4r, against Q8_0 activations (34-byte blocks),
-// four tokens (DI, R11, R12, R13) or one (DI). VPMADDUBSW needs one
-// unsigned operand: the weights' magnitudes |w| (computed once per load)
-// against the activations with the weights' signs (VPSIGNB, per token);
-// each pair sum (at most 2·128·127) is widened at once (VPMADDWD with ones)
-// to int32, one lane per row. Each block ends as the single-row kernel's:
-// the int32 sums times d·dy fused into eight float accumulators.
+// repacked): eight rows' 32-element blocks, their scales d (f16) at 0, the
+// quants at 16 + 32g + 4r, against Q8_0 activations (34-byte blocks),
+// eight tokens (DI, R8-R14), four (DI, R11, R12, R13) or one (DI).
+// VPMADDUBSW needs one unsigned operand: the weights' magnitudes |w|
+// (computed once per load) against the activations with the weights' signs
+// (VPSIGNB, per token); each pair sum (at most 2·128·127) is widened at
+// once (VPMADDWD with ones) to int32, one lane per row. Each block ends as
+// the single-row kernel's: the int32 sums times d·dy fused into eight
+// float accumulators (in registers for four tokens and one, on the stack
+// for eight: the same fused multiply-add either way).
 //
 // Registers: Y0 the weights, Y1 their magnitudes, Y2 scratch, Y3 ones
-// (int16), Y4-Y7 the tokens' block sums, Y8-Y11 their float accumulators,
-// Y12 scratch.
+// (int16), Y4-Y7 (Y4-Y11 for eight) the tokens' block sums, Y8-Y11 the
+// float accumulators of four, Y12 scratch, Y13 the rows' d.
 //
+// func gemmQ8R8x8AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 // func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 // func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
@@ -152,14 +155,56 @@ GLOBL r8Dup<>(SB), RODATA|NOPTR, $32
 	VPMADDWD     Y3, Y2, Y2; \
 	VPADDD       Y2, ACC, ACC
 
-// Q8END adds token P's block sums ACC times d·dy to FACC (dy, an f16,
-// broadcast before its conversion).
-#define Q8END(P, ACC, FACC) \
+// Q8D converts the block's eight row scales to Y13.
+#define Q8D \
+	VCVTPH2PS (SI), Y13
+
+// Q8SCALE sets Y12 to d·dy for token P (dy, an f16, broadcast before its
+// conversion) and converts its block sums ACC to float.
+#define Q8SCALE(P, ACC) \
 	VPBROADCASTW (P), X12; \
 	VCVTPH2PS    X12, Y12; \
-	VMULPS       (SI), Y12, Y12; \
-	VCVTDQ2PS    ACC, ACC; \
-	VFMADD231PS  Y12, ACC, FACC
+	VMULPS       Y13, Y12, Y12; \
+	VCVTDQ2PS    ACC, ACC
+
+// Q8END adds token P's block sums ACC times d·dy to FACC.
+#define Q8END(P, ACC, FACC) \
+	Q8SCALE(P, ACC); \
+	VFMADD231PS Y12, ACC, FACC
+
+// Q8ENDS adds them to the accumulator at facc(SP).
+#define Q8ENDS(P, ACC, facc) \
+	Q8SCALE(P, ACC); \
+	VFMADD213PS facc(SP), Y12, ACC; \
+	VMOVUPS     ACC, facc(SP)
+
+// Q8SLICE8 multiplies the slice at off with the eight tokens' activation
+// bytes at aoff (TOK: Q8TOK0 for the block's first slice, else Q8TOK).
+#define Q8SLICE8(off, aoff, TOK) \
+	Q8LOAD(off); \
+	TOK(DI, aoff, Y4); \
+	TOK(R8, aoff, Y5); \
+	TOK(R9, aoff, Y6); \
+	TOK(R10, aoff, Y7); \
+	TOK(R11, aoff, Y8); \
+	TOK(R12, aoff, Y9); \
+	TOK(R13, aoff, Y10); \
+	TOK(R14, aoff, Y11)
+
+// Q8SLICE4 does the same for four tokens.
+#define Q8SLICE4(off, aoff, TOK) \
+	Q8LOAD(off); \
+	TOK(DI, aoff, Y4); \
+	TOK(R11, aoff, Y5); \
+	TOK(R12, aoff, Y6); \
+	TOK(R13, aoff, Y7)
+
+#define Q8PREFETCH \
+	PREFETCHT0 (DOTPF+0)(SI); \
+	PREFETCHT0 (DOTPF+64)(SI); \
+	PREFETCHT0 (DOTPF+128)(SI); \
+	PREFETCHT0 (DOTPF+192)(SI); \
+	PREFETCHT0 (DOTPF+256)(SI)
 
 // Products of repacked Q6_K groups: eight rows' blocks of 256, their d as
 // float32 at 0, the scales scale[s][r] (int8) at 32 + 8s + r, the low
@@ -527,6 +572,90 @@ r8x1chunk:
 	VZEROUPPER
 	RET
 
+// func gemmQ8R8x8AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+TEXT ·gemmQ8R8x8AVX2(SB), NOSPLIT, $256-48
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ y+16(FP), DI
+	MOVQ lda+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (R8)(AX*2), R10
+	LEAQ (DI)(AX*4), R11
+	LEAQ (R8)(AX*4), R12
+	LEAQ (R9)(AX*4), R13
+	LEAQ (R10)(AX*4), R14
+	VXORPS  Y4, Y4, Y4
+	VMOVUPS Y4, 0(SP)
+	VMOVUPS Y4, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y4, 96(SP)
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS Y4, 224(SP)
+	ONES16(Y3)
+
+q8x8loop:
+	Q8PREFETCH
+	Q8SLICE8(16, 2, Q8TOK0)
+	Q8SLICE8(48, 6, Q8TOK)
+	Q8SLICE8(80, 10, Q8TOK)
+	Q8SLICE8(112, 14, Q8TOK)
+	Q8SLICE8(144, 18, Q8TOK)
+	Q8SLICE8(176, 22, Q8TOK)
+	Q8SLICE8(208, 26, Q8TOK)
+	Q8SLICE8(240, 30, Q8TOK)
+	Q8D
+	Q8ENDS(DI, Y4, 0)
+	Q8ENDS(R8, Y5, 32)
+	Q8ENDS(R9, Y6, 64)
+	Q8ENDS(R10, Y7, 96)
+	Q8ENDS(R11, Y8, 128)
+	Q8ENDS(R12, Y9, 160)
+	Q8ENDS(R13, Y10, 192)
+	Q8ENDS(R14, Y11, 224)
+	ADDQ $272, SI
+	ADDQ $34, DI
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $34, R13
+	ADDQ $34, R14
+	DECQ CX
+	JNZ  q8x8loop
+
+	MOVQ    out+32(FP), DX
+	MOVQ    ldo+40(FP), BX
+	SHLQ    $2, BX
+	VMOVUPS 0(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 32(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 64(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 96(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 128(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 160(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 192(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 224(SP), Y0
+	VMOVUPS Y0, (DX)
+	VZEROUPPER
+	RET
+
 // func gemmQ8R8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 TEXT ·gemmQ8R8x4AVX2(SB), NOSPLIT, $0-48
 	MOVQ x+0(FP), SI
@@ -543,56 +672,21 @@ TEXT ·gemmQ8R8x4AVX2(SB), NOSPLIT, $0-48
 	ONES16(Y3)
 
 q8x4loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	PREFETCHT0 (DOTPF+256)(SI)
-	Q8LOAD(32)
-	Q8TOK0(DI, 2, Y4)
-	Q8TOK0(R11, 2, Y5)
-	Q8TOK0(R12, 2, Y6)
-	Q8TOK0(R13, 2, Y7)
-	Q8LOAD(64)
-	Q8TOK(DI, 6, Y4)
-	Q8TOK(R11, 6, Y5)
-	Q8TOK(R12, 6, Y6)
-	Q8TOK(R13, 6, Y7)
-	Q8LOAD(96)
-	Q8TOK(DI, 10, Y4)
-	Q8TOK(R11, 10, Y5)
-	Q8TOK(R12, 10, Y6)
-	Q8TOK(R13, 10, Y7)
-	Q8LOAD(128)
-	Q8TOK(DI, 14, Y4)
-	Q8TOK(R11, 14, Y5)
-	Q8TOK(R12, 14, Y6)
-	Q8TOK(R13, 14, Y7)
-	Q8LOAD(160)
-	Q8TOK(DI, 18, Y4)
-	Q8TOK(R11, 18, Y5)
-	Q8TOK(R12, 18, Y6)
-	Q8TOK(R13, 18, Y7)
-	Q8LOAD(192)
-	Q8TOK(DI, 22, Y4)
-	Q8TOK(R11, 22, Y5)
-	Q8TOK(R12, 22, Y6)
-	Q8TOK(R13, 22, Y7)
-	Q8LOAD(224)
-	Q8TOK(DI, 26, Y4)
-	Q8TOK(R11, 26, Y5)
-	Q8TOK(R12, 26, Y6)
-	Q8TOK(R13, 26, Y7)
-	Q8LOAD(256)
-	Q8TOK(DI, 30, Y4)
-	Q8TOK(R11, 30, Y5)
-	Q8TOK(R12, 30, Y6)
-	Q8TOK(R13, 30, Y7)
+	Q8PREFETCH
+	Q8SLICE4(16, 2, Q8TOK0)
+	Q8SLICE4(48, 6, Q8TOK)
+	Q8SLICE4(80, 10, Q8TOK)
+	Q8SLICE4(112, 14, Q8TOK)
+	Q8SLICE4(144, 18, Q8TOK)
+	Q8SLICE4(176, 22, Q8TOK)
+	Q8SLICE4(208, 26, Q8TOK)
+	Q8SLICE4(240, 30, Q8TOK)
+	Q8D
 	Q8END(DI, Y4, Y8)
 	Q8END(R11, Y5, Y9)
 	Q8END(R12, Y6, Y10)
 	Q8END(R13, Y7, Y11)
-	ADDQ $288, SI
+	ADDQ $272, SI
 	ADDQ $34, DI
 	ADDQ $34, R11
 	ADDQ $34, R12
@@ -622,29 +716,26 @@ TEXT ·gemmQ8R8x1AVX2(SB), NOSPLIT, $0-32
 	ONES16(Y3)
 
 q8x1loop:
-	PREFETCHT0 (DOTPF+0)(SI)
-	PREFETCHT0 (DOTPF+64)(SI)
-	PREFETCHT0 (DOTPF+128)(SI)
-	PREFETCHT0 (DOTPF+192)(SI)
-	PREFETCHT0 (DOTPF+256)(SI)
-	Q8LOAD(32)
+	Q8PREFETCH
+	Q8LOAD(16)
 	Q8TOK0(DI, 2, Y4)
-	Q8LOAD(64)
+	Q8LOAD(48)
 	Q8TOK(DI, 6, Y4)
-	Q8LOAD(96)
+	Q8LOAD(80)
 	Q8TOK(DI, 10, Y4)
-	Q8LOAD(128)
+	Q8LOAD(112)
 	Q8TOK(DI, 14, Y4)
-	Q8LOAD(160)
+	Q8LOAD(144)
 	Q8TOK(DI, 18, Y4)
-	Q8LOAD(192)
+	Q8LOAD(176)
 	Q8TOK(DI, 22, Y4)
-	Q8LOAD(224)
+	Q8LOAD(208)
 	Q8TOK(DI, 26, Y4)
-	Q8LOAD(256)
+	Q8LOAD(240)
 	Q8TOK(DI, 30, Y4)
+	Q8D
 	Q8END(DI, Y4, Y8)
-	ADDQ $288, SI
+	ADDQ $272, SI
 	ADDQ $34, DI
 	DECQ CX
 	JNZ  q8x1loop

@@ -101,7 +101,7 @@ func TestPackedGemm(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%s", wt, name, fill), func(t *testing.T) {
 					f := gemmFill(t, fill)
 					r := rand.New(rand.NewPCG(uint64(wt), uint64(len(fill))))
-					c := newPackedCase(t, wt, 24, 11, 4, f, r)
+					c := newPackedCase(t, wt, 24, 15, 4, f, r) // 15 tokens: an eight-token tile, a four-token one and three alone
 					n := c.nb * wt.BlockSize()
 					ldo := c.rows + 3
 					out := make([]float32, c.m*ldo)
