@@ -2,7 +2,8 @@
 
 package tensor
 
-// Without assembly every dot product is its pure-Go twin.
+// Without amd64 assembly every dot product is its pure-Go twin, except
+// those arm64 has NEON kernels for (dot_arm64.go).
 
 var dotTwins = map[Type]func(x, y []byte, nb int) float32{
 	Q8_0:    dotQ80Q80Generic,
@@ -29,16 +30,30 @@ var dotTwins = map[Type]func(x, y []byte, nb int) float32{
 	BF16:    dotBF16F32Generic,
 }
 
-// dotImpls returns the implementations of the dot product for weight type t:
-// here only the pure-Go twin.
+// dotImpls returns the implementations of the dot product for weight type t
+// that run on this CPU, the pure-Go twin first.
 func dotImpls(t Type) []dotImpl {
 	if f, ok := dotTwins[t]; ok {
-		return []dotImpl{{"generic", f}}
+		return append([]dotImpl{{"generic", f}}, dotArchImpls(t)...)
 	}
 	return nil
 }
 
-func dotQ80Q80(x, y []byte, nb int) float32    { return dotQ80Q80Generic(x, y, nb) }
+// dotChosen returns the dot product of weight type t that DotKernel's
+// entry point runs here.
+func dotChosen(t Type) func(x, y []byte, nb int) float32 {
+	switch t {
+	case Q8_0:
+		return dotQ80Q80
+	case Q4_K:
+		return dotQ4KQ8K
+	case Q6_K:
+		return dotQ6KQ8K
+	}
+	return dotTwins[t]
+}
+
+func dotQ80Q80(x, y []byte, nb int) float32    { return dotQ80Q80Arch(x, y, nb) }
 func dotQ40Q80(x, y []byte, nb int) float32    { return dotQ40Q80Generic(x, y, nb) }
 func dotQ50Q80(x, y []byte, nb int) float32    { return dotQ50Q80Generic(x, y, nb) }
 func dotQ41Q81(x, y []byte, nb int) float32    { return dotQ41Q81Generic(x, y, nb) }
@@ -46,9 +61,9 @@ func dotQ51Q81(x, y []byte, nb int) float32    { return dotQ51Q81Generic(x, y, n
 func dotIQ4NLQ80(x, y []byte, nb int) float32  { return dotIQ4NLQ80Generic(x, y, nb) }
 func dotQ2KQ8K(x, y []byte, nb int) float32    { return dotQ2KQ8KGeneric(x, y, nb) }
 func dotQ3KQ8K(x, y []byte, nb int) float32    { return dotQ3KQ8KGeneric(x, y, nb) }
-func dotQ4KQ8K(x, y []byte, nb int) float32    { return dotQ4KQ8KGeneric(x, y, nb) }
+func dotQ4KQ8K(x, y []byte, nb int) float32    { return dotQ4KQ8KArch(x, y, nb) }
 func dotQ5KQ8K(x, y []byte, nb int) float32    { return dotQ5KQ8KGeneric(x, y, nb) }
-func dotQ6KQ8K(x, y []byte, nb int) float32    { return dotQ6KQ8KGeneric(x, y, nb) }
+func dotQ6KQ8K(x, y []byte, nb int) float32    { return dotQ6KQ8KArch(x, y, nb) }
 func dotIQ4XSQ8K(x, y []byte, nb int) float32  { return dotIQ4XSQ8KGeneric(x, y, nb) }
 func dotIQ2XXSQ8K(x, y []byte, nb int) float32 { return dotIQ2XXSQ8KGeneric(x, y, nb) }
 func dotIQ2XSQ8K(x, y []byte, nb int) float32  { return dotIQ2XSQ8KGeneric(x, y, nb) }

@@ -2,13 +2,13 @@
 
 package tensor
 
-// Without assembly every multi-token product runs the pure-Go twin of the
-// single-row kernel per token.
+// Without amd64 assembly every multi-token product runs the single-row
+// kernel (the twin, or a NEON kernel on arm64) per token.
 
 // gemmImpls returns the implementations of the multi-token product for
-// weight type t: here only the one built on the pure-Go twin.
+// weight type t: here only the one built on the single-row kernel.
 func gemmImpls(t Type) []gemmKernel {
-	if f, ok := dotTwins[t]; ok {
+	if f := dotChosen(t); f != nil {
 		return []gemmKernel{{name: "generic", size: 1, dot: f, typ: t}}
 	}
 	return nil
