@@ -7,6 +7,8 @@ package tensor
 
 func dotArchImpls(Type) []dotImpl { return nil }
 
-func dotQ80Q80Arch(x, y []byte, nb int) float32 { return dotQ80Q80Generic(x, y, nb) }
-func dotQ4KQ8KArch(x, y []byte, nb int) float32 { return dotQ4KQ8KGeneric(x, y, nb) }
-func dotQ6KQ8KArch(x, y []byte, nb int) float32 { return dotQ6KQ8KGeneric(x, y, nb) }
+func dotQ80Q80Arch(x, y []byte, nb int) float32   { return dotQ80Q80Generic(x, y, nb) }
+func dotQ4KQ8KArch(x, y []byte, nb int) float32   { return dotQ4KQ8KGeneric(x, y, nb) }
+func dotQ6KQ8KArch(x, y []byte, nb int) float32   { return dotQ6KQ8KGeneric(x, y, nb) }
+func dotQ5KQ8KArch(x, y []byte, nb int) float32   { return dotQ5KQ8KGeneric(x, y, nb) }
+func dotIQ4XSQ8KArch(x, y []byte, nb int) float32 { return dotIQ4XSQ8KGeneric(x, y, nb) }

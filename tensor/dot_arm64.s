@@ -77,11 +77,11 @@ q80neon:
 	ADD   R11, R10, R10; \
 	MADDW R6, R8, R10, R8
 
-// Q4KCHUNK multiplies chunk c of the quants (64 elements: low nibbles
-// sub-block 2c, high nibbles 2c+1) with its activations: the two sums in
-// R10 and R11.
-#define Q4KCHUNK(DOT, c) \
-	ADD    $(16+32*(c)), R0, R12; \
+// Q4KCHUNK multiplies chunk c of the quants (at QS: 64 elements, low
+// nibbles sub-block 2c, high nibbles 2c+1) with its activations: the two
+// sums in R10 and R11. HI(c) adds Q5_K's fifth bits (Q4KNOHI: none).
+#define Q4KCHUNK(DOT, QS, HI, c) \
+	ADD    $((QS)+32*(c)), R0, R12; \
 	ADD    $(4+64*(c)), R1, R13; \
 	VLD1   (R12), [V0.B16, V1.B16]; \
 	VLD1   (R13), [V2.B16, V3.B16, V4.B16, V5.B16]; \
@@ -89,6 +89,7 @@ q80neon:
 	VAND   V30.B16, V1.B16, V7.B16; \
 	VUSHR  $4, V0.B16, V0.B16; \
 	VUSHR  $4, V1.B16, V1.B16; \
+	HI(c); \
 	VEOR   V16.B16, V16.B16, V16.B16; \
 	VEOR   V17.B16, V17.B16, V17.B16; \
 	DOT(16, 6, 2); \
@@ -106,7 +107,33 @@ q80neon:
 	MADDW R6, R9, R10, R9; \
 	MADDW R7, R9, R11, R9
 
-#define Q4KBLOCK(DOT) \
+#define Q4KNOHI(c)
+
+// Q5KHI ors bit j of qh[l] (V8, V9), as 0x10, into element l of sub-blocks
+// j = 2c (V6, V7) and 2c+1 (V0, V1); V12 holds 0x10 bytes.
+#define Q5KHI(c) \
+	VMOVI  $(1<<(2*(c))), V10.B16; \
+	VCMTST V10.B16, V8.B16, V11.B16; \
+	VAND   V12.B16, V11.B16, V11.B16; \
+	VORR   V11.B16, V6.B16, V6.B16; \
+	VCMTST V10.B16, V9.B16, V11.B16; \
+	VAND   V12.B16, V11.B16, V11.B16; \
+	VORR   V11.B16, V7.B16, V7.B16; \
+	VMOVI  $(2<<(2*(c))), V10.B16; \
+	VCMTST V10.B16, V8.B16, V11.B16; \
+	VAND   V12.B16, V11.B16, V11.B16; \
+	VORR   V11.B16, V0.B16, V0.B16; \
+	VCMTST V10.B16, V9.B16, V11.B16; \
+	VAND   V12.B16, V11.B16, V11.B16; \
+	VORR   V11.B16, V1.B16, V1.B16
+
+// Q5KQH loads Q5_K's qh[32] to V8, V9.
+#define Q5KQH \
+	ADD  $16, R0, R12; \
+	VLD1 (R12), [V8.B16, V9.B16]
+
+#define Q4KBLOCK(DOT, QS, SIZE, PRE, HI) \
+	PRE; \
 	MOVWU 4(R0), R3; \
 	MOVWU 8(R0), R4; \
 	MOVWU 12(R0), R5; \
@@ -136,15 +163,15 @@ q80neon:
 	ORR   R7<<4, R6, R6; \
 	Q4KMIN(7); \
 	MOVD  ZR, R9; \
-	Q4KCHUNK(DOT, 0); \
+	Q4KCHUNK(DOT, QS, HI, 0); \
 	UBFX  $0, R3, $6, R6; \
 	UBFX  $8, R3, $6, R7; \
 	Q4KSCALE; \
-	Q4KCHUNK(DOT, 1); \
+	Q4KCHUNK(DOT, QS, HI, 1); \
 	UBFX  $16, R3, $6, R6; \
 	UBFX  $24, R3, $6, R7; \
 	Q4KSCALE; \
-	Q4KCHUNK(DOT, 2); \
+	Q4KCHUNK(DOT, QS, HI, 2); \
 	UBFX  $0, R5, $4, R6; \
 	UBFX  $6, R3, $2, R14; \
 	ORR   R14<<4, R6, R6; \
@@ -152,7 +179,7 @@ q80neon:
 	UBFX  $14, R3, $2, R14; \
 	ORR   R14<<4, R7, R7; \
 	Q4KSCALE; \
-	Q4KCHUNK(DOT, 3); \
+	Q4KCHUNK(DOT, QS, HI, 3); \
 	UBFX  $16, R5, $4, R6; \
 	UBFX  $22, R3, $2, R14; \
 	ORR   R14<<4, R6, R6; \
@@ -175,8 +202,10 @@ q80neon:
 	SCVTFWS R8, F8; \
 	FMULS  F6, F8, F8; \
 	FSUBS  F8, F25, F25; \
-	ADD    $144, R0; \
+	ADD    $(SIZE), R0; \
 	ADD    $292, R1
+
+#define Q4KNOPRE
 
 // func dotQ4KQ8KDP(x, y *byte, nb int) float32
 TEXT ·dotQ4KQ8KDP(SB), NOSPLIT, $0-28
@@ -187,7 +216,7 @@ TEXT ·dotQ4KQ8KDP(SB), NOSPLIT, $0-28
 	VMOVI $15, V30.B16
 
 q4kdp:
-	Q4KBLOCK(DOT16DP)
+	Q4KBLOCK(DOT16DP, 16, 144, Q4KNOPRE, Q4KNOHI)
 	SUBS $1, R2, R2
 	BNE  q4kdp
 	FMOVS F25, ret+24(FP)
@@ -202,9 +231,130 @@ TEXT ·dotQ4KQ8KNEON(SB), NOSPLIT, $0-28
 	VMOVI $15, V30.B16
 
 q4kneon:
-	Q4KBLOCK(DOT16NEON)
+	Q4KBLOCK(DOT16NEON, 16, 144, Q4KNOPRE, Q4KNOHI)
 	SUBS $1, R2, R2
 	BNE  q4kneon
+	FMOVS F25, ret+24(FP)
+	RET
+
+// Q5_K against Q8_K: Q4_K's steps with the quants at 48 and each
+// element's fifth bit from qh.
+
+// func dotQ5KQ8KDP(x, y *byte, nb int) float32
+TEXT ·dotQ5KQ8KDP(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	VEOR V25.B16, V25.B16, V25.B16
+	VMOVI $15, V30.B16
+	VMOVI $16, V12.B16
+
+q5kdp:
+	Q4KBLOCK(DOT16DP, 48, 176, Q5KQH, Q5KHI)
+	SUBS $1, R2, R2
+	BNE  q5kdp
+	FMOVS F25, ret+24(FP)
+	RET
+
+// func dotQ5KQ8KNEON(x, y *byte, nb int) float32
+TEXT ·dotQ5KQ8KNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	VEOR V25.B16, V25.B16, V25.B16
+	VMOVI $15, V30.B16
+	VMOVI $16, V12.B16
+
+q5kneon:
+	Q4KBLOCK(DOT16NEON, 48, 176, Q5KQH, Q5KHI)
+	SUBS $1, R2, R2
+	BNE  q5kneon
+	FMOVS F25, ret+24(FP)
+	RET
+
+// IQ4_XS against Q8_K: per sub-block j of 32, sumf += d·dy·(ls_j − 32) ·
+// Σ kvalues[q]·a, the twin's steps; the codebook (V31) maps the nibbles
+// (TBL). R3 scales_h, R4 scales_l.
+
+DATA iq4nlValues<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4nlValues<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4nlValues<>(SB), RODATA|NOPTR, $16
+
+// IQ4XSSUB adds sub-block j's product to F25 (F4 = d·dy).
+#define IQ4XSSUB(DOT, j) \
+	ADD    $(8+16*(j)), R0, R12; \
+	ADD    $(4+32*(j)), R1, R13; \
+	VLD1   (R12), [V0.B16]; \
+	VLD1   (R13), [V2.B16, V3.B16]; \
+	VAND   V30.B16, V0.B16, V6.B16; \
+	VUSHR  $4, V0.B16, V7.B16; \
+	VTBL   V6.B16, [V31.B16], V6.B16; \
+	VTBL   V7.B16, [V31.B16], V7.B16; \
+	VEOR   V16.B16, V16.B16, V16.B16; \
+	DOT(16, 6, 2); \
+	DOT(16, 7, 3); \
+	VADDV  V16.S4, V16; \
+	VMOV   V16.S[0], R10; \
+	UBFX   $(4*(j)), R4, $4, R6; \
+	UBFX   $(2*(j)), R3, $2, R7; \
+	ORR    R7<<4, R6, R6; \
+	SUBW   $32, R6, R6; \
+	SCVTFWS R6, F8; \
+	FMULS  F8, F4, F9; \
+	SCVTFWS R10, F7; \
+	FMULS  F9, F7, F7; \
+	FADDS  F7, F25, F25
+
+#define IQ4XSBLOCK(DOT) \
+	FMOVS  (R1), F4; \
+	MOVHU  (R0), R12; \
+	FMOVS  R12, F5; \
+	FCVTHS F5, F5; \
+	FMULS  F4, F5, F4; \
+	MOVHU  2(R0), R3; \
+	MOVWU  4(R0), R4; \
+	IQ4XSSUB(DOT, 0); \
+	IQ4XSSUB(DOT, 1); \
+	IQ4XSSUB(DOT, 2); \
+	IQ4XSSUB(DOT, 3); \
+	IQ4XSSUB(DOT, 4); \
+	IQ4XSSUB(DOT, 5); \
+	IQ4XSSUB(DOT, 6); \
+	IQ4XSSUB(DOT, 7); \
+	ADD    $136, R0; \
+	ADD    $292, R1
+
+#define IQ4XSCONSTS \
+	VEOR  V25.B16, V25.B16, V25.B16; \
+	VMOVI $15, V30.B16; \
+	MOVD  $iq4nlValues<>(SB), R5; \
+	VLD1  (R5), [V31.B16]
+
+// func dotIQ4XSQ8KDP(x, y *byte, nb int) float32
+TEXT ·dotIQ4XSQ8KDP(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	IQ4XSCONSTS
+
+iq4xsdp:
+	IQ4XSBLOCK(DOT16DP)
+	SUBS $1, R2, R2
+	BNE  iq4xsdp
+	FMOVS F25, ret+24(FP)
+	RET
+
+// func dotIQ4XSQ8KNEON(x, y *byte, nb int) float32
+TEXT ·dotIQ4XSQ8KNEON(SB), NOSPLIT, $0-28
+	MOVD x+0(FP), R0
+	MOVD y+8(FP), R1
+	MOVD nb+16(FP), R2
+	IQ4XSCONSTS
+
+iq4xsneon:
+	IQ4XSBLOCK(DOT16NEON)
+	SUBS $1, R2, R2
+	BNE  iq4xsneon
 	FMOVS F25, ret+24(FP)
 	RET
 

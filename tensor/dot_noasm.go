@@ -47,8 +47,12 @@ func dotChosen(t Type) func(x, y []byte, nb int) float32 {
 		return dotQ80Q80
 	case Q4_K:
 		return dotQ4KQ8K
+	case Q5_K:
+		return dotQ5KQ8K
 	case Q6_K:
 		return dotQ6KQ8K
+	case IQ4_XS:
+		return dotIQ4XSQ8K
 	}
 	return dotTwins[t]
 }
@@ -62,9 +66,9 @@ func dotIQ4NLQ80(x, y []byte, nb int) float32  { return dotIQ4NLQ80Generic(x, y,
 func dotQ2KQ8K(x, y []byte, nb int) float32    { return dotQ2KQ8KGeneric(x, y, nb) }
 func dotQ3KQ8K(x, y []byte, nb int) float32    { return dotQ3KQ8KGeneric(x, y, nb) }
 func dotQ4KQ8K(x, y []byte, nb int) float32    { return dotQ4KQ8KArch(x, y, nb) }
-func dotQ5KQ8K(x, y []byte, nb int) float32    { return dotQ5KQ8KGeneric(x, y, nb) }
+func dotQ5KQ8K(x, y []byte, nb int) float32    { return dotQ5KQ8KArch(x, y, nb) }
 func dotQ6KQ8K(x, y []byte, nb int) float32    { return dotQ6KQ8KArch(x, y, nb) }
-func dotIQ4XSQ8K(x, y []byte, nb int) float32  { return dotIQ4XSQ8KGeneric(x, y, nb) }
+func dotIQ4XSQ8K(x, y []byte, nb int) float32  { return dotIQ4XSQ8KArch(x, y, nb) }
 func dotIQ2XXSQ8K(x, y []byte, nb int) float32 { return dotIQ2XXSQ8KGeneric(x, y, nb) }
 func dotIQ2XSQ8K(x, y []byte, nb int) float32  { return dotIQ2XSQ8KGeneric(x, y, nb) }
 func dotIQ2SQ8K(x, y []byte, nb int) float32   { return dotIQ2SQ8KGeneric(x, y, nb) }
