@@ -26,3 +26,29 @@
 	SMULL2(29, a, b); \
 	SADALP(acc, 28); \
 	SADALP(acc, 29)
+
+// Float and narrowing steps of the activation quantizer (4S lanes).
+#define FABS4(d, n) WORD $(0x4ea0f800|((n)<<5)|(d))
+#define FMAX4(d, n, m) WORD $(0x4e20f400|((m)<<16)|((n)<<5)|(d))
+#define FMIN4(d, n, m) WORD $(0x4ea0f400|((m)<<16)|((n)<<5)|(d))
+#define FMAXV4(d, n) WORD $(0x6e30f800|((n)<<5)|(d))
+#define FMINV4(d, n) WORD $(0x6eb0f800|((n)<<5)|(d))
+#define FADD4(d, n, m) WORD $(0x4e20d400|((m)<<16)|((n)<<5)|(d))
+// FMULE4 multiplies by lane 0 of m: FMUL Vd.4S, Vn.4S, Vm.S[0].
+#define FMULE4(d, n, m) WORD $(0x4f809000|((m)<<16)|((n)<<5)|(d))
+#define SMIN4(d, n, m) WORD $(0x4ea06c00|((m)<<16)|((n)<<5)|(d))
+// XTN keeps the low half of each lane: 4S to 4H (XTN2: into the upper
+// half, 8H), 8H to 8B (XTN2B: 16B).
+#define XTNH(d, n) WORD $(0x0e612800|((n)<<5)|(d))
+#define XTN2H(d, n) WORD $(0x4e612800|((n)<<5)|(d))
+#define XTNB(d, n) WORD $(0x0e212800|((n)<<5)|(d))
+#define XTN2B(d, n) WORD $(0x4e212800|((n)<<5)|(d))
+// SADDLV Hd, Vn.16B: the int16 sum of sixteen int8 lanes.
+#define SADDLVB(d, n) WORD $(0x4e303800|((n)<<5)|(d))
+#define FSUB4(d, n, m) WORD $(0x4ea0d400|((m)<<16)|((n)<<5)|(d))
+// FCMGE4: all ones in the lanes where n >= m.
+#define FCMGE4(d, n, m) WORD $(0x6e20e400|((m)<<16)|((n)<<5)|(d))
+// FCVTZS4 converts to int32 toward zero, saturating (NaN to 0); SCVTF4
+// converts int32 to float, rounding to nearest.
+#define FCVTZS4(d, n) WORD $(0x4ea1b800|((n)<<5)|(d))
+#define SCVTF4(d, n) WORD $(0x4e21d800|((n)<<5)|(d))

@@ -1,8 +1,9 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package tensor
 
-// quantActFast has no assembly here: Quantize does the work.
+// quantActFast has no assembly here (amd64 and arm64 have theirs):
+// Quantize does the work.
 func quantActFast(Type, []float32, []byte) bool { return false }
 
 // quantActHasFast reports whether quantActFast handles t: never here.
