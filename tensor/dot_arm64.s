@@ -12,6 +12,22 @@
 // Registers: R0 the weights, R1 the activations, R2 the blocks left; F25
 // the float sum; V28, V29 DOT16NEON's scratch.
 
+// DOTKERNEL is a kernel's whole body: the arguments, CONSTS, then BLOCK
+// (built with DOT) once per block, the float sum returned.
+#define DOTKERNEL(CONSTS, BLOCK, DOT) \
+	MOVD x+0(FP), R0; \
+	MOVD y+8(FP), R1; \
+	MOVD nb+16(FP), R2; \
+	CONSTS; \
+loop: \
+	BLOCK(DOT); \
+	SUBS $1, R2, R2; \
+	BNE  loop; \
+	FMOVS F25, ret+24(FP); \
+	RET
+
+#define ZEROSUM VEOR V25.B16, V25.B16, V25.B16
+
 // Q80BLOCK adds one Q8_0 block's product: sumf += sumi·(dx·dy).
 #define Q80BLOCK(DOT) \
 	MOVHU  (R0), R3; \
@@ -35,34 +51,6 @@
 	FADDS  F3, F25, F25; \
 	ADD    $34, R0; \
 	ADD    $34, R1
-
-// func dotQ80Q80DP(x, y *byte, nb int) float32
-TEXT ·dotQ80Q80DP(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
-
-q80dp:
-	Q80BLOCK(DOT16DP)
-	SUBS $1, R2, R2
-	BNE  q80dp
-	FMOVS F25, ret+24(FP)
-	RET
-
-// func dotQ80Q80NEON(x, y *byte, nb int) float32
-TEXT ·dotQ80Q80NEON(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
-
-q80neon:
-	Q80BLOCK(DOT16NEON)
-	SUBS $1, R2, R2
-	BNE  q80neon
-	FMOVS F25, ret+24(FP)
-	RET
 
 // Q4_K against Q8_K: per block of 256, sumf += d·dy·Σ_j sc_j·Σ q·a −
 // dmin·dy·Σ_j m_j·(bsum_2j + bsum_2j+1), the twin's terms (the twin adds
@@ -207,70 +195,19 @@ q80neon:
 
 #define Q4KNOPRE
 
-// func dotQ4KQ8KDP(x, y *byte, nb int) float32
-TEXT ·dotQ4KQ8KDP(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
+#define Q4KBLOCK4(DOT) Q4KBLOCK(DOT, 16, 144, Q4KNOPRE, Q4KNOHI)
+
+#define Q4KCONSTS \
+	ZEROSUM; \
 	VMOVI $15, V30.B16
-
-q4kdp:
-	Q4KBLOCK(DOT16DP, 16, 144, Q4KNOPRE, Q4KNOHI)
-	SUBS $1, R2, R2
-	BNE  q4kdp
-	FMOVS F25, ret+24(FP)
-	RET
-
-// func dotQ4KQ8KNEON(x, y *byte, nb int) float32
-TEXT ·dotQ4KQ8KNEON(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
-	VMOVI $15, V30.B16
-
-q4kneon:
-	Q4KBLOCK(DOT16NEON, 16, 144, Q4KNOPRE, Q4KNOHI)
-	SUBS $1, R2, R2
-	BNE  q4kneon
-	FMOVS F25, ret+24(FP)
-	RET
 
 // Q5_K against Q8_K: Q4_K's steps with the quants at 48 and each
 // element's fifth bit from qh.
+#define Q5KBLOCK(DOT) Q4KBLOCK(DOT, 48, 176, Q5KQH, Q5KHI)
 
-// func dotQ5KQ8KDP(x, y *byte, nb int) float32
-TEXT ·dotQ5KQ8KDP(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
-	VMOVI $15, V30.B16
+#define Q5KCONSTS \
+	Q4KCONSTS; \
 	VMOVI $16, V12.B16
-
-q5kdp:
-	Q4KBLOCK(DOT16DP, 48, 176, Q5KQH, Q5KHI)
-	SUBS $1, R2, R2
-	BNE  q5kdp
-	FMOVS F25, ret+24(FP)
-	RET
-
-// func dotQ5KQ8KNEON(x, y *byte, nb int) float32
-TEXT ·dotQ5KQ8KNEON(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	VEOR V25.B16, V25.B16, V25.B16
-	VMOVI $15, V30.B16
-	VMOVI $16, V12.B16
-
-q5kneon:
-	Q4KBLOCK(DOT16NEON, 48, 176, Q5KQH, Q5KHI)
-	SUBS $1, R2, R2
-	BNE  q5kneon
-	FMOVS F25, ret+24(FP)
-	RET
 
 // IQ4_XS against Q8_K: per sub-block j of 32, sumf += d·dy·(ls_j − 32) ·
 // Σ kvalues[q]·a, the twin's steps; the codebook (V31) maps the nibbles
@@ -325,38 +262,10 @@ GLOBL iq4nlValues<>(SB), RODATA|NOPTR, $16
 	ADD    $292, R1
 
 #define IQ4XSCONSTS \
-	VEOR  V25.B16, V25.B16, V25.B16; \
+	ZEROSUM; \
 	VMOVI $15, V30.B16; \
 	MOVD  $iq4nlValues<>(SB), R5; \
 	VLD1  (R5), [V31.B16]
-
-// func dotIQ4XSQ8KDP(x, y *byte, nb int) float32
-TEXT ·dotIQ4XSQ8KDP(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	IQ4XSCONSTS
-
-iq4xsdp:
-	IQ4XSBLOCK(DOT16DP)
-	SUBS $1, R2, R2
-	BNE  iq4xsdp
-	FMOVS F25, ret+24(FP)
-	RET
-
-// func dotIQ4XSQ8KNEON(x, y *byte, nb int) float32
-TEXT ·dotIQ4XSQ8KNEON(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	IQ4XSCONSTS
-
-iq4xsneon:
-	IQ4XSBLOCK(DOT16NEON)
-	SUBS $1, R2, R2
-	BNE  iq4xsneon
-	FMOVS F25, ret+24(FP)
-	RET
 
 // Q6_K against Q8_K: per block of 256, sumf += d·dy·Σ_s scale_s·Σ (q −
 // 32)·a over the sixteen sub-blocks of 16. Half h of a block: ql[64h …
@@ -442,7 +351,7 @@ iq4xsneon:
 	ADD    $292, R1
 
 #define Q6KCONSTS \
-	VEOR  V25.B16, V25.B16, V25.B16; \
+	ZEROSUM; \
 	VMOVI $15, V30.B16; \
 	VMOVI $32, V31.B16; \
 	VMOVI $3, V26.B16; \
@@ -450,30 +359,44 @@ iq4xsneon:
 	VMOVI $48, V14.B16; \
 	VMOVI $192, V15.B16
 
+// The kernels: each type with SDOT (DP) and with plain NEON.
+
+// func dotQ80Q80DP(x, y *byte, nb int) float32
+TEXT ·dotQ80Q80DP(SB), NOSPLIT, $0-28
+	DOTKERNEL(ZEROSUM, Q80BLOCK, DOT16DP)
+
+// func dotQ80Q80NEON(x, y *byte, nb int) float32
+TEXT ·dotQ80Q80NEON(SB), NOSPLIT, $0-28
+	DOTKERNEL(ZEROSUM, Q80BLOCK, DOT16NEON)
+
+// func dotQ4KQ8KDP(x, y *byte, nb int) float32
+TEXT ·dotQ4KQ8KDP(SB), NOSPLIT, $0-28
+	DOTKERNEL(Q4KCONSTS, Q4KBLOCK4, DOT16DP)
+
+// func dotQ4KQ8KNEON(x, y *byte, nb int) float32
+TEXT ·dotQ4KQ8KNEON(SB), NOSPLIT, $0-28
+	DOTKERNEL(Q4KCONSTS, Q4KBLOCK4, DOT16NEON)
+
+// func dotQ5KQ8KDP(x, y *byte, nb int) float32
+TEXT ·dotQ5KQ8KDP(SB), NOSPLIT, $0-28
+	DOTKERNEL(Q5KCONSTS, Q5KBLOCK, DOT16DP)
+
+// func dotQ5KQ8KNEON(x, y *byte, nb int) float32
+TEXT ·dotQ5KQ8KNEON(SB), NOSPLIT, $0-28
+	DOTKERNEL(Q5KCONSTS, Q5KBLOCK, DOT16NEON)
+
+// func dotIQ4XSQ8KDP(x, y *byte, nb int) float32
+TEXT ·dotIQ4XSQ8KDP(SB), NOSPLIT, $0-28
+	DOTKERNEL(IQ4XSCONSTS, IQ4XSBLOCK, DOT16DP)
+
+// func dotIQ4XSQ8KNEON(x, y *byte, nb int) float32
+TEXT ·dotIQ4XSQ8KNEON(SB), NOSPLIT, $0-28
+	DOTKERNEL(IQ4XSCONSTS, IQ4XSBLOCK, DOT16NEON)
+
 // func dotQ6KQ8KDP(x, y *byte, nb int) float32
 TEXT ·dotQ6KQ8KDP(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	Q6KCONSTS
-
-q6kdp:
-	Q6KBLOCK(DOT16DP)
-	SUBS $1, R2, R2
-	BNE  q6kdp
-	FMOVS F25, ret+24(FP)
-	RET
+	DOTKERNEL(Q6KCONSTS, Q6KBLOCK, DOT16DP)
 
 // func dotQ6KQ8KNEON(x, y *byte, nb int) float32
 TEXT ·dotQ6KQ8KNEON(SB), NOSPLIT, $0-28
-	MOVD x+0(FP), R0
-	MOVD y+8(FP), R1
-	MOVD nb+16(FP), R2
-	Q6KCONSTS
-
-q6kneon:
-	Q6KBLOCK(DOT16NEON)
-	SUBS $1, R2, R2
-	BNE  q6kneon
-	FMOVS F25, ret+24(FP)
-	RET
+	DOTKERNEL(Q6KCONSTS, Q6KBLOCK, DOT16NEON)
