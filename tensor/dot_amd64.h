@@ -77,3 +77,40 @@
 	ORL   C, T; \
 	SHLQ  $32, T; \
 	ORQ   T, M
+
+// Q3KSCALES unpacks the sixteen 6-bit scales of the Q3_K block at SI, less
+// 32, to int16 words in Y8: low nibbles from bytes 96-103 (sub-blocks 0-7
+// the low ones, 8-15 the high ones), two high bits each from bytes 104-107
+// (byte 104+j%4, bits 2(j/4)). R8 holds 0x0F bytes; BIAS is 32 in every
+// byte (a register or memory); AX, BX, R9, R10 and T are clobbered, X8
+// too.
+#define Q3KSCALES(T, BIAS) \
+	MOVQ    96(SI), AX; \
+	MOVL    104(SI), BX; \
+	MOVQ    AX, R9; \
+	ANDQ    R8, R9; \
+	SHRQ    $4, AX; \
+	ANDQ    R8, AX; \
+	MOVL    BX, R10; \
+	ANDL    $0x03030303, R10; \
+	MOVL    BX, T; \
+	SHRL    $2, T; \
+	ANDL    $0x03030303, T; \
+	SHLQ    $32, T; \
+	ORQ     T, R10; \
+	SHLQ    $4, R10; \
+	ORQ     R10, R9; \
+	MOVL    BX, R10; \
+	SHRL    $4, R10; \
+	ANDL    $0x03030303, R10; \
+	MOVL    BX, T; \
+	SHRL    $6, T; \
+	ANDL    $0x03030303, T; \
+	SHLQ    $32, T; \
+	ORQ     T, R10; \
+	SHLQ    $4, R10; \
+	ORQ     R10, AX; \
+	VMOVQ   R9, X8; \
+	VPINSRQ $1, AX, X8, X8; \
+	VPSUBB  BIAS, X8, X8; \
+	VPMOVSXBW X8, Y8

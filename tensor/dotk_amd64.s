@@ -478,38 +478,7 @@ TEXT ·dotQ3KQ8KAVX2(SB), NOSPLIT, $0-28
 q3kloop:
 	PREFETCHT0 (DOTPF+0)(SI)
 	PREFETCHT0 (DOTPF+64)(SI)
-	// The sixteen 6-bit scales: low nibbles from bytes 96-103 (sub-blocks
-	// 0-7 the low ones, 8-15 the high ones), two high bits each from bytes
-	// 104-107 (byte 104+j%4, bits 2(j/4)).
-	MOVQ    96(SI), AX
-	MOVL    104(SI), BX
-	MOVQ    AX, R9
-	ANDQ    R8, R9
-	SHRQ    $4, AX
-	ANDQ    R8, AX
-	MOVL    BX, R10
-	ANDL    $0x03030303, R10
-	MOVL    BX, R11
-	SHRL    $2, R11
-	ANDL    $0x03030303, R11
-	SHLQ    $32, R11
-	ORQ     R11, R10
-	SHLQ    $4, R10
-	ORQ     R10, R9
-	MOVL    BX, R10
-	SHRL    $4, R10
-	ANDL    $0x03030303, R10
-	MOVL    BX, R11
-	SHRL    $6, R11
-	ANDL    $0x03030303, R11
-	SHLQ    $32, R11
-	ORQ     R11, R10
-	SHLQ    $4, R10
-	ORQ     R10, AX
-	VMOVQ   R9, X8
-	VPINSRQ $1, AX, X8, X8
-	VPSUBB  X15, X8, X8
-	VPMOVSXBW X8, Y8
+	Q3KSCALES(R11, X15)
 	VPMADDWD  260(DI), Y8, Y6
 	VPSLLD    $2, Y6, Y6
 	VPXOR     Y7, Y7, Y7

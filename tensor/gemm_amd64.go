@@ -46,6 +46,12 @@ func gemmIQ1MQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 func gemmQ6KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
+func gemmQ2KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ3KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+
+//go:noescape
 func gemmQ6KQ8KAVX512(x, y *byte, lda, nb int, out *float32, ldo int)
 
 //go:noescape
@@ -180,6 +186,8 @@ var gemmTiles = map[Type]struct {
 	Q4_K: {avx2: gemmQ4KQ8KAVX2, avx512: gemmQ4KQ8KAVX512, avx512x2: gemmQ4KQ8KAVX512x2,
 		avx512x8p: gemmQ4KQ8KAVX512x8p, avx512x16p: gemmQ4KQ8KAVX512x16p,
 		avx512x4p: gemmQ4KQ8KAVX512x4p, avx512x2p: gemmQ4KQ8KAVX512x2p, lanes16: gemmQ4KQ8KLanes16},
+	Q2_K: {avx2: gemmQ2KQ8KAVX2},
+	Q3_K: {avx2: gemmQ3KQ8KAVX2},
 	Q5_K: {avx2: gemmQ5KQ8KAVX2},
 	Q6_K: {avx2: gemmQ6KQ8KAVX2, avx512: gemmQ6KQ8KAVX512, avx512x2: gemmQ6KQ8KAVX512x2,
 		avx512x8p: gemmQ6KQ8KAVX512x8p, avx512x16p: gemmQ6KQ8KAVX512x16p,

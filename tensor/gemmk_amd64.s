@@ -604,6 +604,225 @@ q6kloop:
 	VZEROUPPER
 	RET
 
+// Q2_K, AVX2: the single-row kernel's steps (dotk_amd64.s) for four tokens,
+// each block's 2-bit planes and scale words decoded once. Per token: int32
+// block lanes in Y6, Y7, Y10, Y3; the single-row kernel's two float
+// accumulators (its Y0: d terms, Y1: dmin terms) at 32t and 128+32t(SP).
+
+// MINS2 adds token P's min terms Σ m·bsums (mins as words in Y3) times
+// dmin·dy (dmin in X14) to its accumulator at acc(SP).
+#define MINS2(P, acc) \
+	VPMADDWD     260(P), Y3, Y0; \
+	VCVTDQ2PS    Y0, Y0; \
+	VMULSS       0(P), X14, X2; \
+	VBROADCASTSS X2, Y2; \
+	VMOVUPS      acc(SP), Y1; \
+	VFMADD231PS  Y2, Y0, Y1; \
+	VMOVUPS      Y1, acc(SP)
+
+// TOKL adds the four tokens' products with the weights in Y4, weighted by
+// the scale words in Y5, to their lanes T0-T3 (scratch Y0, Y1, Y13, Y15).
+#define TOKL(yoff, T0, T1, T2, T3) \
+	VPMADDUBSW yoff(DI), Y4, Y0; \
+	VPMADDWD   Y5, Y0, Y0; \
+	VPADDD     Y0, T0, T0; \
+	VPMADDUBSW yoff(R11), Y4, Y1; \
+	VPMADDWD   Y5, Y1, Y1; \
+	VPADDD     Y1, T1, T1; \
+	VPMADDUBSW yoff(R12), Y4, Y13; \
+	VPMADDWD   Y5, Y13, Y13; \
+	VPADDD     Y13, T2, T2; \
+	VPMADDUBSW yoff(R13), Y4, Y15; \
+	VPMADDWD   Y5, Y15, Y15; \
+	VPADDD     Y15, T3, T3
+
+#define TOK2(yoff) TOKL(yoff, Y6, Y7, Y10, Y3)
+
+// PLANE2T is the single-row kernel's PLANE2 for the four tokens.
+#define PLANE2T(p, yo) \
+	VPSRLW  $(2*p), Y2, Y4; \
+	VPAND   Y12, Y4, Y4; \
+	VPSHUFB gemmShufQ6<>+(32*p)(SB), Y9, Y5; \
+	TOK2(yo)
+
+// END2 adds token P's block (lanes A) times d·dy (d in X14) to its
+// accumulator at acc(SP).
+#define END2(P, A, acc) \
+	VCVTDQ2PS    A, A; \
+	VMULSS       0(P), X14, X2; \
+	VBROADCASTSS X2, Y2; \
+	VMOVUPS      acc(SP), Y1; \
+	VFMADD231PS  Y2, A, Y1; \
+	VMOVUPS      Y1, acc(SP)
+
+// RES2 stores hsum(d terms) − hsum(dmin terms) of one token at DX and
+// advances DX.
+#define RES2(acc) \
+	VMOVUPS acc(SP), Y0; \
+	VMOVUPS (128+acc)(SP), Y1; \
+	HSUM(Y0, X0, X2); \
+	HSUM(Y1, X1, X2); \
+	VSUBSS  X1, X0, X0; \
+	VMOVSS  X0, (DX); \
+	ADDQ    BX, DX
+
+// func gemmQ2KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ2KQ8KAVX2(SB), NOSPLIT, $256-48
+	ARGS
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+	BCAST8($0x0F0F0F0F, X11, Y11)
+	BCAST8($0x03030303, X12, Y12)
+
+q2kloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	VMOVDQU    0(SI), X8
+	VPAND      X11, X8, X9
+	VPSRLW     $4, X8, X8
+	VPAND      X11, X8, X8
+	VPMOVZXBW  X8, Y3
+	MOVWLZX    82(SI), AX
+	VMOVD      AX, X14
+	VCVTPH2PS  X14, X14
+	MINS2(DI, 128)
+	MINS2(R11, 160)
+	MINS2(R12, 192)
+	MINS2(R13, 224)
+	VPMOVZXBW  X9, Y8
+	VPXOR      Y6, Y6, Y6
+	VPXOR      Y7, Y7, Y7
+	VPXOR      Y10, Y10, Y10
+	VPXOR      Y3, Y3, Y3
+	VPERM2I128 $0x00, Y8, Y8, Y9
+	VMOVDQU    16(SI), Y2
+	PLANE2T(0, 4)
+	PLANE2T(1, 36)
+	PLANE2T(2, 68)
+	PLANE2T(3, 100)
+	VPERM2I128 $0x11, Y8, Y8, Y9
+	VMOVDQU    48(SI), Y2
+	PLANE2T(0, 132)
+	PLANE2T(1, 164)
+	PLANE2T(2, 196)
+	PLANE2T(3, 228)
+	MOVWLZX    80(SI), AX
+	VMOVD      AX, X14
+	VCVTPH2PS  X14, X14
+	END2(DI, Y6, 0)
+	END2(R11, Y7, 32)
+	END2(R12, Y10, 64)
+	END2(R13, Y3, 96)
+	NEXT(84)
+	DECQ CX
+	JNZ  q2kloop
+
+	OUTS
+	RES2(0)
+	RES2(32)
+	RES2(64)
+	RES2(96)
+	VZEROUPPER
+	RET
+
+// Q3_K, AVX2: the single-row kernel's steps for four tokens, each block's
+// scales, planes and high bits decoded once. Per token: int32 block lanes
+// in Y6, Y7, Y11, Y3, starting at −4·Σ (S−32)·bsums (the single-row
+// kernel subtracts it at the end: the same integers); float accumulators
+// (its Y0) at 32t(SP). Y10 the hmask bytes, Y12 0x03 and Y14 0x01 bytes.
+
+DATA q3kBias<>+0(SB)/8, $0x2020202020202020
+DATA q3kBias<>+8(SB)/8, $0x2020202020202020
+GLOBL q3kBias<>(SB), RODATA|NOPTR, $16
+
+// CORR3 sets token P's lanes A to −4·Σ (S−32)·bsums (scale words in Y8,
+// zero in Y0).
+#define CORR3(P, A) \
+	VPMADDWD 260(P), Y8, A; \
+	VPSLLD   $2, A, A; \
+	VPSUBD   A, Y0, A
+
+// PLANE3T is the single-row kernel's PLANE3 for the four tokens.
+#define PLANE3T(p, b, yo) \
+	VPSRLW  $(2*p), Y2, Y4; \
+	VPAND   Y12, Y4, Y4; \
+	VPSRLW  $b, Y10, Y5; \
+	VPAND   Y14, Y5, Y5; \
+	VPSLLW  $2, Y5, Y5; \
+	VPOR    Y5, Y4, Y4; \
+	VPSHUFB gemmShufQ6<>+(32*p)(SB), Y9, Y5; \
+	TOKL(yo, Y6, Y7, Y11, Y3)
+
+// END3 adds token P's block (lanes A) times d·dy (d in X4) to its
+// accumulator at acc(SP).
+#define END3(P, A, acc) \
+	VCVTDQ2PS    A, A; \
+	VMULSS       0(P), X4, X2; \
+	VBROADCASTSS X2, Y2; \
+	VMOVUPS      acc(SP), Y1; \
+	VFMADD231PS  Y2, A, Y1; \
+	VMOVUPS      Y1, acc(SP)
+
+// func gemmQ3KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
+TEXT ·gemmQ3KQ8KAVX2(SB), NOSPLIT, $128-48
+	ARGS
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	BCAST8($0x03030303, X12, Y12)
+	BCAST8($0x01010101, X14, Y14)
+	MOVQ   $0x0F0F0F0F0F0F0F0F, R8
+
+q3kloop:
+	PREFETCHT0 (DOTPF+0)(SI)
+	PREFETCHT0 (DOTPF+64)(SI)
+	Q3KSCALES(R14, q3kBias<>(SB))
+	VPXOR      Y0, Y0, Y0
+	CORR3(DI, Y6)
+	CORR3(R11, Y7)
+	CORR3(R12, Y11)
+	CORR3(R13, Y3)
+	VMOVDQU    0(SI), Y10
+	VPERM2I128 $0x00, Y8, Y8, Y9
+	VMOVDQU    32(SI), Y2
+	PLANE3T(0, 0, 4)
+	PLANE3T(1, 1, 36)
+	PLANE3T(2, 2, 68)
+	PLANE3T(3, 3, 100)
+	VPERM2I128 $0x11, Y8, Y8, Y9
+	VMOVDQU    64(SI), Y2
+	PLANE3T(0, 4, 132)
+	PLANE3T(1, 5, 164)
+	PLANE3T(2, 6, 196)
+	PLANE3T(3, 7, 228)
+	MOVWLZX    108(SI), AX
+	VMOVD      AX, X4
+	VCVTPH2PS  X4, X4
+	END3(DI, Y6, 0)
+	END3(R11, Y7, 32)
+	END3(R12, Y11, 64)
+	END3(R13, Y3, 96)
+	NEXT(110)
+	DECQ CX
+	JNZ  q3kloop
+
+	OUTS
+	RES6(0)
+	RES6(32)
+	RES6(64)
+	RES6(96)
+	VZEROUPPER
+	RET
+
 // Q6_K, AVX-512. Per token: int32 block lanes in Z20-Z23 (the offset
 // subtracted first, in the low eight lanes as in the single-row kernel),
 // float accumulators (its Z0) in Z16-Z19, scratch Z24-Z27.
