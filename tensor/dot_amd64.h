@@ -114,3 +114,37 @@
 	VPINSRQ $1, AX, X8, X8; \
 	VPSUBB  BIAS, X8, X8; \
 	VPMOVSXBW X8, Y8
+
+// Q2KPLANES runs PLANE(p, yo) over the eight planes of the Q2_K block at
+// SI, half by half: the half's scale words (from Y8) in both lanes of Y9,
+// its 32 quant bytes in Y2; yo the offset of the plane's activations.
+#define Q2KPLANES(PLANE) \
+	VPERM2I128 $0x00, Y8, Y8, Y9; \
+	VMOVDQU    16(SI), Y2; \
+	PLANE(0, 4); \
+	PLANE(1, 36); \
+	PLANE(2, 68); \
+	PLANE(3, 100); \
+	VPERM2I128 $0x11, Y8, Y8, Y9; \
+	VMOVDQU    48(SI), Y2; \
+	PLANE(0, 132); \
+	PLANE(1, 164); \
+	PLANE(2, 196); \
+	PLANE(3, 228)
+
+// Q3KPLANES is Q2KPLANES for Q3_K: the hmask bytes in Y10, and PLANE(p,
+// b, yo) also given the hmask bit b of its weights.
+#define Q3KPLANES(PLANE) \
+	VMOVDQU    0(SI), Y10; \
+	VPERM2I128 $0x00, Y8, Y8, Y9; \
+	VMOVDQU    32(SI), Y2; \
+	PLANE(0, 0, 4); \
+	PLANE(1, 1, 36); \
+	PLANE(2, 2, 68); \
+	PLANE(3, 3, 100); \
+	VPERM2I128 $0x11, Y8, Y8, Y9; \
+	VMOVDQU    64(SI), Y2; \
+	PLANE(0, 4, 132); \
+	PLANE(1, 5, 164); \
+	PLANE(2, 6, 196); \
+	PLANE(3, 7, 228)
