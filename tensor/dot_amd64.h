@@ -115,6 +115,15 @@
 	VPSUBB  BIAS, X8, X8; \
 	VPMOVSXBW X8, Y8
 
+// Q2KSCALES splits the sixteen scale bytes of the Q2_K block at SI: the
+// scales (low nibbles) to X9, the mins (high nibbles) to X8; Y11 holds
+// 0x0F bytes.
+#define Q2KSCALES \
+	VMOVDQU 0(SI), X8; \
+	VPAND   X11, X8, X9; \
+	VPSRLW  $4, X8, X8; \
+	VPAND   X11, X8, X8
+
 // Q2KPLANES runs PLANE(p, yo) over the eight planes of the Q2_K block at
 // SI, half by half: the half's scale words (from Y8) in both lanes of Y9,
 // its 32 quant bytes in Y2; yo the offset of the plane's activations.

@@ -548,14 +548,15 @@ TEXT ·gemmQ4KQ8KAVX512(SB), NOSPLIT, $0-48
 	VPSHUFB     gemmShufQ6<>+96(SB), Y9, Y5; \
 	TOK6(yo+96)
 
-// END6 adds token P's block (lanes A) times d·dy (d in X13) to its
-// accumulator at acc(SP).
-#define END6(P, A, acc) \
+// ENDT adds token P's int32 lanes A times D·dy (D a block scale in the
+// low float of an X register) to its float accumulator at acc(SP), as the
+// single-row kernels' FMAD16 does (Y1, Y2 scratch).
+#define ENDT(P, A, acc, D) \
 	VCVTDQ2PS    A, A; \
-	VMULSS       0(P), X13, X0; \
-	VBROADCASTSS X0, Y0; \
+	VMULSS       0(P), D, X2; \
+	VBROADCASTSS X2, Y2; \
 	VMOVUPS      acc(SP), Y1; \
-	VFMADD231PS  Y0, A, Y1; \
+	VFMADD231PS  Y2, A, Y1; \
 	VMOVUPS      Y1, acc(SP)
 
 // RES6 stores hsum(acc) at DX and advances DX.
@@ -588,10 +589,10 @@ q6kloop:
 	MOVWLZX   208(SI), AX
 	VMOVD     AX, X13
 	VCVTPH2PS X13, X13
-	END6(DI, Y6, 0)
-	END6(R11, Y7, 32)
-	END6(R12, Y8, 64)
-	END6(R13, Y11, 96)
+	ENDT(DI, Y6, 0, X13)
+	ENDT(R11, Y7, 32, X13)
+	ENDT(R12, Y8, 64, X13)
+	ENDT(R13, Y11, 96, X13)
 	NEXT(210)
 	DECQ CX
 	JNZ  q6kloop
@@ -612,13 +613,8 @@ q6kloop:
 // MINS2 adds token P's min terms Σ m·bsums (mins as words in Y3) times
 // dmin·dy (dmin in X14) to its accumulator at acc(SP).
 #define MINS2(P, acc) \
-	VPMADDWD     260(P), Y3, Y0; \
-	VCVTDQ2PS    Y0, Y0; \
-	VMULSS       0(P), X14, X2; \
-	VBROADCASTSS X2, Y2; \
-	VMOVUPS      acc(SP), Y1; \
-	VFMADD231PS  Y2, Y0, Y1; \
-	VMOVUPS      Y1, acc(SP)
+	VPMADDWD 260(P), Y3, Y0; \
+	ENDT(P, Y0, acc, X14)
 
 // TOKL adds the four tokens' products with the weights in Y4, weighted by
 // the scale words in Y5, to their lanes T0-T3 (scratch Y0, Y1, Y13, Y15).
@@ -644,16 +640,6 @@ q6kloop:
 	VPAND   Y12, Y4, Y4; \
 	VPSHUFB gemmShufQ6<>+(32*p)(SB), Y9, Y5; \
 	TOK2(yo)
-
-// END2 adds token P's block (lanes A) times d·dy (d in X14) to its
-// accumulator at acc(SP).
-#define END2(P, A, acc) \
-	VCVTDQ2PS    A, A; \
-	VMULSS       0(P), X14, X2; \
-	VBROADCASTSS X2, Y2; \
-	VMOVUPS      acc(SP), Y1; \
-	VFMADD231PS  Y2, A, Y1; \
-	VMOVUPS      Y1, acc(SP)
 
 // RES2 stores hsum(d terms) − hsum(dmin terms) of one token at DX and
 // advances DX.
@@ -684,10 +670,7 @@ TEXT ·gemmQ2KQ8KAVX2(SB), NOSPLIT, $256-48
 q2kloop:
 	PREFETCHT0 (DOTPF+0)(SI)
 	PREFETCHT0 (DOTPF+64)(SI)
-	VMOVDQU    0(SI), X8
-	VPAND      X11, X8, X9
-	VPSRLW     $4, X8, X8
-	VPAND      X11, X8, X8
+	Q2KSCALES
 	VPMOVZXBW  X8, Y3
 	MOVWLZX    82(SI), AX
 	VMOVD      AX, X14
@@ -705,10 +688,10 @@ q2kloop:
 	MOVWLZX    80(SI), AX
 	VMOVD      AX, X14
 	VCVTPH2PS  X14, X14
-	END2(DI, Y6, 0)
-	END2(R11, Y7, 32)
-	END2(R12, Y10, 64)
-	END2(R13, Y3, 96)
+	ENDT(DI, Y6, 0, X14)
+	ENDT(R11, Y7, 32, X14)
+	ENDT(R12, Y10, 64, X14)
+	ENDT(R13, Y3, 96, X14)
 	NEXT(84)
 	DECQ CX
 	JNZ  q2kloop
@@ -749,16 +732,6 @@ GLOBL q3kBias<>(SB), RODATA|NOPTR, $16
 	VPSHUFB gemmShufQ6<>+(32*p)(SB), Y9, Y5; \
 	TOKL(yo, Y6, Y7, Y11, Y3)
 
-// END3 adds token P's block (lanes A) times d·dy (d in X4) to its
-// accumulator at acc(SP).
-#define END3(P, A, acc) \
-	VCVTDQ2PS    A, A; \
-	VMULSS       0(P), X4, X2; \
-	VBROADCASTSS X2, Y2; \
-	VMOVUPS      acc(SP), Y1; \
-	VFMADD231PS  Y2, A, Y1; \
-	VMOVUPS      Y1, acc(SP)
-
 // func gemmQ3KQ8KAVX2(x, y *byte, lda, nb int, out *float32, ldo int)
 TEXT ·gemmQ3KQ8KAVX2(SB), NOSPLIT, $128-48
 	ARGS
@@ -784,10 +757,10 @@ q3kloop:
 	MOVWLZX    108(SI), AX
 	VMOVD      AX, X4
 	VCVTPH2PS  X4, X4
-	END3(DI, Y6, 0)
-	END3(R11, Y7, 32)
-	END3(R12, Y11, 64)
-	END3(R13, Y3, 96)
+	ENDT(DI, Y6, 0, X4)
+	ENDT(R11, Y7, 32, X4)
+	ENDT(R12, Y11, 64, X4)
+	ENDT(R13, Y3, 96, X4)
 	NEXT(110)
 	DECQ CX
 	JNZ  q3kloop
