@@ -282,7 +282,7 @@ var (
 	}()
 	q80Slices = func() (m sliceMap) {
 		for g := range 8 {
-			m.add(16+32*g, 2+4*g)
+			m.add(q8PackedAt(0, 4*g), 2+4*g)
 		}
 		return m
 	}()
@@ -430,6 +430,10 @@ func checkPacked(t Type, block int, w, act []byte, lda int, out []float32, ldo i
 	return nb
 }
 
+// q8PackedAt is where element l of row r lies in a block of the 8-bit
+// layout.
+func q8PackedAt(r, l int) int { return 16 + 32*(l/4) + 4*r + l%4 }
+
 // packQ80Block interleaves one Q8_0 block of each of eight rows.
 func packQ80Block(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
@@ -453,7 +457,7 @@ func packQ50Block(dst []byte, rows [PackRows][]byte) {
 		for l := range 32 {
 			q := x[6+l%16] >> (4 * (l / 16)) & 15
 			v := int8(q|byte(qh>>l&1)<<4) - 16
-			dst[16+32*(l/4)+4*r+l%4] = byte(v)
+			dst[q8PackedAt(r, l)] = byte(v)
 		}
 	}
 }
@@ -464,7 +468,7 @@ func unpackQ50Row(dst, src []byte, r int) {
 	var qh uint32
 	clear(dst[6:22])
 	for l := range 32 {
-		v := byte(int8(src[16+32*(l/4)+4*r+l%4]) + 16)
+		v := byte(int8(src[q8PackedAt(r, l)]) + 16)
 		dst[6+l%16] |= v & 15 << (4 * (l / 16))
 		qh |= uint32(v>>4&1) << l
 	}
@@ -484,7 +488,7 @@ func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
 		for r := range PackRows {
 			var sum int32
 			for l := range 32 {
-				sum += int32(int8(xb[16+32*(l/4)+4*r+l%4])) * int32(int8(yb[2+l]))
+				sum += int32(int8(xb[q8PackedAt(r, l)])) * int32(int8(yb[2+l]))
 			}
 			d := dotF16At(xb, 2*r)
 			acc[r] += float32(float32(sum) * float32(d*dy))
