@@ -240,17 +240,11 @@ func attendHeads(o, q []float32, lat rows, kr, dr int, keys []int32, n, nh int, 
 				}
 			}
 			mg, lg := m[g:g+4], l[g:g+4]
-			raiseMax4(og, kr, mg, lg, tileMax[:])
+			raiseMax4(og, kr, kr, mg, lg, tileMax[:])
 			// The weights e replace the scores; the tile's weighted sum runs
 			// in one pass (axpyKeys4: the same fused multiply-adds per
 			// element, key after key, as an axpy4 per key).
-			for i := range nk {
-				for j := range 4 {
-					e := expNeg(sc[i][j] - mg[j])
-					sc[i][j] = e
-					lg[j] += e
-				}
-			}
+			expTile4(sc[:nk], (*[4]float32)(mg), (*[4]float32)(lg))
 			axpyKeys4(og, kr, sc[:nk], base, offs[:nk], kr)
 		}
 	}

@@ -65,8 +65,10 @@ func NewDevice(index, workers int, budget int64) *Device {
 
 // NewFastDevice is NewDevice with the fast matrix product: activations
 // quantized as ggml does and integer dot products (see CPU.MatMul). Its
-// attention also takes the absorbed form in prefill, so that every
-// quantized product sees the activations llama.cpp's does.
+// attention takes the absorbed form in prefill too, so that every
+// quantized product sees the activations llama.cpp's does, except for
+// prompts of 128+ tokens where the decompressed form is cheaper (see
+// attentionForm; never with batch-invariant products).
 func NewFastDevice(index, workers int, budget int64) *Device {
 	return &Device{index: index, cpu: NewFast(workers), budget: budget}
 }

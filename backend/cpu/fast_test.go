@@ -106,13 +106,16 @@ func TestFastAttention(t *testing.T) {
 	for _, heads := range []int{3, 8, 10} {
 		for _, invariant := range []bool{false, true} {
 			t.Run(fmt.Sprintf("heads%d/invariant=%v", heads, invariant), func(t *testing.T) {
-				fastAttentionCase(t, heads, invariant)
+				fastAttentionCase(t, heads, 5, 150, invariant)
 			})
 		}
 	}
+	// A prompt from an empty cache, more queries than a key tile and not
+	// a multiple of four (the decompressed form's last block overlaps).
+	t.Run("heads8/T70/pos0", func(t *testing.T) { fastAttentionCase(t, 8, 70, 0, false) })
 }
 
-func fastAttentionCase(t *testing.T, heads int, invariant bool) {
+func fastAttentionCase(t *testing.T, heads, T, pos0 int, invariant bool) {
 	r := rand.New(rand.NewPCG(7, 8))
 	// With unit-variance values q̃·c has a standard deviation of about
 	// √(32·64) ≈ 45: Tau 0.02 makes the scores O(1), as a trained model's
@@ -122,7 +125,6 @@ func fastAttentionCase(t *testing.T, heads int, invariant bool) {
 	p := backend.MLAParams{Heads: heads, DNope: 32, DRope: 16, DV: 32, KVRank: 64, Tau: 0.02, TopK: 40}
 	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
 	vb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.DV*p.KVRank), p.Heads*p.DV, p.KVRank)
-	const T, pos0 = 5, 150
 	w := p.KVRank + p.DRope
 	q := randVec(r, T*p.Heads*(p.DNope+p.DRope))
 	lat := randVec(r, (pos0+T)*w)
@@ -143,13 +145,16 @@ func fastAttentionCase(t *testing.T, heads int, invariant bool) {
 		vbF, _ := fast.Upload(vb)
 		want := make(buf, T*p.Heads*p.DV)
 		exact.AttentionDecode(want, buf(q), buf(lat), kbE, vbE, s, T, pos0, p)
-		for _, form := range []string{"prefill", "decode"} {
+		forms := map[string]attentionForm{"prefill": autoForm, "prefill absorbed": absorbedForm, "prefill decompressed": decompressedForm, "decode": autoForm}
+		for _, form := range []string{"prefill", "prefill absorbed", "prefill decompressed", "decode"} {
 			got := make(buf, len(want))
-			if form == "prefill" {
-				fast.AttentionPrefill(got, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
-			} else {
+			fast.cpu.form = forms[form]
+			if form == "decode" {
 				fast.AttentionDecode(got, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
+			} else {
+				fast.AttentionPrefill(got, buf(q), buf(lat), kbF, vbF, s, T, pos0, p)
 			}
+			fast.cpu.form = autoForm
 			var worst, scale float64
 			for i := range want {
 				worst = max(worst, math.Abs(float64(got[i]-want[i])))
@@ -499,7 +504,7 @@ func TestAttend4(t *testing.T) {
 	w := kr + dr
 	lat, q := randVec(r, (n0+3)*w), randVec(r, 4*w)
 	got := make([]float32, 4*kr)
-	attend4(got, q, rows{f32: lat, w: w}, kr, dr, n0, 0.2, new([keyTile][4]float32), nil)
+	attend4(got, kr, q, w, rows{f32: lat, w: w}, w, nil, 0, kr, n0, 0.2, new([keyTile][4]float32), nil)
 	for j := range 4 {
 		want := make([]float32, kr)
 		attendOnline(want, q[j*w:j*w+kr], q[j*w+kr:(j+1)*w], rows{f32: lat, w: w}, kr, dr, nil, n0+j, 0.2, make([]float32, keyTile), make([]float32, w), nil)
@@ -597,5 +602,83 @@ func randomBlocks(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) b
 func streamRead(d, buf []byte) {
 	for off := 0; off < len(d); off += len(buf) {
 		copy(buf, d[off:])
+	}
+}
+
+// TestMulRows4: four rows times a matrix agree with the plain loops within
+// float32 rounding, at the decompressed prefill's shapes (dn columns of
+// W_UK, the latent's rows) and at strides that are not the widths.
+func TestMulRows4(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	for _, tc := range []struct{ kr, ncols int }{{1, 16}, {7, 32}, {64, 32}, {512, 128}, {512, 192}} {
+		lda, ldb, ldo := tc.kr+3, tc.ncols+5, tc.ncols+16
+		a, b := randVec(r, 4*lda), randVec(r, tc.kr*ldb)
+		got, want := randVec(r, 4*ldo), randVec(r, 4*ldo)
+		copy(want, got) // the columns past ncols stay as they were
+		mulRows4(got, ldo, a, lda, b, ldb, tc.kr, tc.ncols)
+		mulRows4Generic(want, ldo, a, lda, b, ldb, tc.kr, tc.ncols)
+		for j := range 4 {
+			for c := range ldo {
+				g, w := got[j*ldo+c], want[j*ldo+c]
+				if c >= tc.ncols {
+					if g != w {
+						t.Fatalf("kr=%d ncols=%d: row %d column %d past ncols written", tc.kr, tc.ncols, j, c)
+					}
+					continue
+				}
+				var exact float64
+				for k := range tc.kr {
+					exact += float64(a[j*lda+k]) * float64(b[k*ldb+c])
+				}
+				bound := 1e-6 * float64(tc.kr) * 4
+				if math.Abs(float64(g)-exact) > bound || math.Abs(float64(w)-exact) > bound {
+					t.Fatalf("kr=%d ncols=%d row %d column %d: kernel %g, generic %g, float64 %g", tc.kr, tc.ncols, j, c, g, w, exact)
+				}
+			}
+		}
+	}
+}
+
+// TestExpTile4: the vector weights are expNeg's bit for bit and the sums
+// the scalar loop's, over scores that span expNeg's range, its cut-off,
+// masked keys (−Inf) and both tile parities.
+func TestExpTile4(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 15))
+	inf := float32(math.Inf(-1))
+	for _, nk := range []int{1, 2, 7, keyTile} {
+		sc := make([][4]float32, nk)
+		m := [4]float32{0, 3.5, -2, 90}
+		for i := range sc {
+			for j := range 4 {
+				switch r.IntN(8) {
+				case 0:
+					sc[i][j] = inf
+				case 1:
+					sc[i][j] = m[j] + expLimit + float32(r.NormFloat64())*1e-3 // around the cut-off
+				default:
+					sc[i][j] = m[j] - float32(r.ExpFloat64()*10)
+				}
+			}
+		}
+		want := make([][4]float32, nk)
+		var lw [4]float32
+		for i := range sc {
+			for j := range 4 {
+				want[i][j] = expNeg(sc[i][j] - m[j])
+				lw[j] += want[i][j]
+			}
+		}
+		l := [4]float32{}
+		expTile4(sc, &m, &l)
+		for i := range sc {
+			for j := range 4 {
+				if math.Float32bits(sc[i][j]) != math.Float32bits(want[i][j]) {
+					t.Fatalf("nk=%d key %d query %d: %g, expNeg %g", nk, i, j, sc[i][j], want[i][j])
+				}
+			}
+		}
+		if l != lw {
+			t.Fatalf("nk=%d: sums %v, want %v", nk, l, lw)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type CPU struct {
 	hook    ActivationHook
 	// invariant makes the fast products batch-invariant (SetBatchInvariant).
 	invariant bool
+	// form, when set, is the form every causal prefill's attention takes
+	// where both can (prefillForm).
+	form attentionForm
 	// repack makes uploads repack their weights (SetRepack).
 	repack bool
 }
@@ -80,6 +83,7 @@ type workerScratch struct {
 	order                               []int32   // topK's keys (indexer)
 	ml                                  []float32 // attendHeads' running maxima and sums
 	tile                                []float32 // converted cache rows (rows.tile)
+	wt, keys                            []float32 // a decompressed prefill's W_UK_h and key rows
 }
 
 // tileRows returns the worker's buffer for a tile of keyTile rows of r

@@ -89,7 +89,7 @@ func (d *Device) AttentionPrefill(kqvB, qB, latB backend.Buffer, kbW, vbW backen
 	kb, vb := Mat(kbW), Mat(vbW)
 	checkMLA("AttentionPrefill", q, lr.values(), kqv, kb, vb, sel, T, pos0, p)
 	if d.cpu.fast {
-		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p)
+		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p, true)
 		return
 	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
@@ -153,7 +153,7 @@ func (d *Device) AttentionDecode(kqvB, qB, latB backend.Buffer, kbW, vbW backend
 	kb, vb := Mat(kbW), Mat(vbW)
 	checkMLA("AttentionDecode", q, lr.values(), kqv, kb, vb, sel, T, pos0, p)
 	if d.cpu.fast {
-		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p)
+		d.attentionFast(kqv, q, lr, kb, vb, sel, T, pos0, p, false)
 		return
 	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
