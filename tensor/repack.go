@@ -32,6 +32,13 @@ import (
 // bytes qs[32c+4g : 32c+4g+4] of its block at 160 + 256c + 32g + 4r (low
 // nibbles sub-block 2c, high nibbles 2c+1, as in the row's own block).
 
+// Q5_K, the same as Q4_K (its quants' low four bits in Q4_K's slices),
+// then its fifth bits ×256: row r's qh[4g : 4g+4] at 1184 + 32g + 4r.
+
+// IQ4_XS, for each of eight rows r and 32-element sub-blocks j: d[r] f16
+// ×8 · ls_j − 32 (int8, its 6-bit scale unpacked) at 16 + 8j + r ×64 ·
+// quants ×1024: row r's qs[16j+4g : 16j+4g+4] at 80 + 128j + 32g + 4r.
+
 // 8-bit groups (Q8_0, and Q5_0 widened), for each of eight rows' 32-element
 // blocks: d[r] f16 ×8 · quants ×256: row r's int8 elements 4g..4g+3 at
 // 16 + 32g + 4r. The block is 272 bytes, eight times Q8_0's, so that
@@ -46,10 +53,11 @@ import (
 // PackRows is the number of weight rows a repacked group interleaves.
 const PackRows = 8
 
-// packedQ4KBlock and packedQ8Block are the bytes of one block of eight
-// repacked rows.
+// The bytes of one block of eight repacked rows, per layout.
 const (
 	packedQ4KBlock = 32 + 64 + 64 + 1024
+	packedQ5KBlock = packedQ4KBlock + 256
+	packedXSBlock  = 16 + 64 + 1024
 	packedQ8Block  = 16 + 256
 	packedQ6KBlock = 32 + 128 + 1024 + 512
 )
@@ -75,6 +83,10 @@ func packedKernelOf(t Type) *packedKernel {
 	switch t {
 	case Q4_K:
 		return &packedQ4K
+	case Q5_K:
+		return &packedQ5K
+	case IQ4_XS:
+		return &packedXS
 	case Q8_0:
 		return &packedQ80
 	case Q5_0:
@@ -121,6 +133,24 @@ var packedQ4K = packedKernel{
 	twin:  gemmQ4KR8Generic,
 	gemm:  gemmQ4KR8Best,
 	head:  gemmQ4KR8Head,
+}
+
+var packedQ5K = packedKernel{
+	block: packedQ5KBlock,
+	pack:  packQ5KBlock,
+	row:   unpackQ5KRow,
+	twin:  gemmQ5KR8Generic,
+	gemm:  gemmQ5KR8Best,
+	head:  gemmQ5KR8Head,
+}
+
+var packedXS = packedKernel{
+	block: packedXSBlock,
+	pack:  packXSBlock,
+	row:   unpackXSRow,
+	twin:  gemmXSR8Generic,
+	gemm:  gemmXSR8Best,
+	head:  gemmXSR8Best,
 }
 
 // PackedGemm returns the product of matrices of type t repacked by Repack,
@@ -280,6 +310,27 @@ var (
 		}
 		return m
 	}()
+	// Q5_K's low bits come from its qs (after its 32 qh bytes), the
+	// fifth bits from qh.
+	q5kSlices = func() (m sliceMap) {
+		for c := range 4 {
+			for g := range 8 {
+				m.add(160+256*c+32*g, 48+32*c+4*g)
+			}
+		}
+		for g := range 8 {
+			m.add(packedQ4KBlock+32*g, 16+4*g)
+		}
+		return m
+	}()
+	xsSlices = func() (m sliceMap) {
+		for j := range 8 {
+			for g := range 4 {
+				m.add(80+128*j+32*g, 8+16*j+4*g)
+			}
+		}
+		return m
+	}()
 	q80Slices = func() (m sliceMap) {
 		for g := range 8 {
 			m.add(q8PackedAt(0, 4*g), 2+4*g)
@@ -304,23 +355,103 @@ var (
 // packQ4KBlock interleaves one Q4_K block of each of eight rows.
 func packQ4KBlock(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
-		copy(dst[2*r:2*r+2], x[0:2])
-		copy(dst[16+2*r:16+2*r+2], x[2:4])
-		sc, m := dotScalesK4(x[4:16])
-		for j := range 8 {
-			dst[32+8*j+r] = byte(sc[j])
-		}
-		for i := range 4 {
-			dst[96+16*i+2*r] = byte(m[2*i])
-			dst[96+16*i+2*r+1] = byte(m[2*i+1])
-		}
+		packK4Header(dst, x, r)
 		q4kSlices.pack(dst, x, r)
 	}
 }
 
-// unpackQ4KRow rebuilds row r's Q4_K block from a packed one: the 6-bit
-// scales and mins packed back as get_scale_min_k4 reads them.
+// packQ5KBlock interleaves one Q5_K block of each of eight rows.
+func packQ5KBlock(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		packK4Header(dst, x, r)
+		q5kSlices.pack(dst, x, r)
+	}
+}
+
+// packK4Header writes row r's d, dmin, scales and mins (the first 16
+// bytes of its Q4_K or Q5_K block x) to their places in the packed block.
+func packK4Header(dst, x []byte, r int) {
+	copy(dst[2*r:2*r+2], x[0:2])
+	copy(dst[16+2*r:16+2*r+2], x[2:4])
+	sc, m := dotScalesK4(x[4:16])
+	for j := range 8 {
+		dst[32+8*j+r] = byte(sc[j])
+	}
+	for i := range 4 {
+		dst[96+16*i+2*r] = byte(m[2*i])
+		dst[96+16*i+2*r+1] = byte(m[2*i+1])
+	}
+}
+
+// packXSBlock interleaves one IQ4_XS block of each of eight rows.
+func packXSBlock(dst []byte, rows [PackRows][]byte) {
+	for r, x := range rows {
+		copy(dst[2*r:2*r+2], x[0:2])
+		h := binary.LittleEndian.Uint16(x[2:])
+		for j := range 8 {
+			ls := int(x[4+j/2]>>(4*(j%2))&15) | int(h>>(2*j)&3)<<4
+			dst[16+8*j+r] = byte(int8(ls - 32))
+		}
+		xsSlices.pack(dst, x, r)
+	}
+}
+
+// unpackXSRow rebuilds row r's IQ4_XS block from a packed one.
+func unpackXSRow(dst, src []byte, r int) {
+	copy(dst[0:2], src[2*r:2*r+2])
+	var h uint16
+	clear(dst[4:8])
+	for j := range 8 {
+		ls := byte(int8(src[16+8*j+r]) + 32)
+		dst[4+j/2] |= ls & 15 << (4 * (j % 2))
+		h |= uint16(ls>>4) << (2 * j)
+	}
+	binary.LittleEndian.PutUint16(dst[2:], h)
+	xsSlices.unpack(dst, src, r)
+}
+
+// gemmXSR8Generic is the pure-Go product of one group of eight repacked
+// IQ4_XS rows and one token's Q8_K row, with the assembly kernels' steps:
+// per block and row the integer sum Σ_j (ls_j − 32)·Σ w·a, times d·dy,
+// added.
+func gemmXSR8Generic(x []byte, nb int, y []byte) [8]float32 {
+	var acc [8]float32
+	for b := range nb {
+		xb := x[b*packedXSBlock : (b+1)*packedXSBlock]
+		yb := y[b*dotSizeQ8K : (b+1)*dotSizeQ8K]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(yb))
+		for r := range PackRows {
+			var sum int32
+			for j := range 8 {
+				var dot int32
+				for l := range 16 {
+					q := xb[80+128*j+32*(l/4)+4*r+l%4]
+					dot += int32(kvaluesIQ4NL[q&15]) * int32(int8(yb[4+32*j+l]))
+					dot += int32(kvaluesIQ4NL[q>>4]) * int32(int8(yb[4+32*j+16+l]))
+				}
+				sum += int32(int8(xb[16+8*j+r])) * dot
+			}
+			acc[r] += float32(float32(sum) * float32(dotF16At(xb, 2*r)*dy))
+		}
+	}
+	return acc
+}
+
+// unpackQ4KRow rebuilds row r's Q4_K block from a packed one.
 func unpackQ4KRow(dst, src []byte, r int) {
+	unpackK4Header(dst, src, r)
+	q4kSlices.unpack(dst, src, r)
+}
+
+// unpackQ5KRow rebuilds row r's Q5_K block from a packed one.
+func unpackQ5KRow(dst, src []byte, r int) {
+	unpackK4Header(dst, src, r)
+	q5kSlices.unpack(dst, src, r)
+}
+
+// unpackK4Header is packK4Header's inverse: the 6-bit scales and mins
+// packed back as get_scale_min_k4 reads them.
+func unpackK4Header(dst, src []byte, r int) {
 	copy(dst[0:2], src[2*r:2*r+2])
 	copy(dst[2:4], src[16+2*r:16+2*r+2])
 	var sc, m [8]byte
@@ -333,7 +464,6 @@ func unpackQ4KRow(dst, src []byte, r int) {
 		dst[8+j] = m[j] | m[j+4]>>4<<6
 		dst[12+j] = sc[j+4]&15 | m[j+4]&15<<4
 	}
-	q4kSlices.unpack(dst, src, r)
 }
 
 // gemmQ4KR8Generic is the pure-Go product of one group of eight repacked
@@ -342,9 +472,21 @@ func unpackQ4KRow(dst, src []byte, r int) {
 // Σ_j sc_j·Σ q·a scaled by d·dy and added, then the min term
 // dmin·dy·Σ_j m_j·bsum_j subtracted.
 func gemmQ4KR8Generic(x []byte, nb int, y []byte) [8]float32 {
+	return gemmK4R8Generic(x, nb, y, packedQ4KBlock)
+}
+
+// gemmQ5KR8Generic is gemmQ4KR8Generic for repacked Q5_K: each quant
+// gains its fifth bit from the qh plane.
+func gemmQ5KR8Generic(x []byte, nb int, y []byte) [8]float32 {
+	return gemmK4R8Generic(x, nb, y, packedQ5KBlock)
+}
+
+// gemmK4R8Generic is the product of Q4_K's layout (block bytes
+// packedQ4KBlock) or Q5_K's (packedQ5KBlock, with its fifth bits).
+func gemmK4R8Generic(x []byte, nb int, y []byte, block int) [8]float32 {
 	var acc [8]float32
 	for b := range nb {
-		xb := x[b*packedQ4KBlock : (b+1)*packedQ4KBlock]
+		xb := x[b*block : (b+1)*block]
 		yb := y[b*dotSizeQ8K : (b+1)*dotSizeQ8K]
 		dy := math.Float32frombits(binary.LittleEndian.Uint32(yb))
 		var bs [8]int32
@@ -359,6 +501,9 @@ func gemmQ4KR8Generic(x []byte, nb int, y []byte) [8]float32 {
 				var dot int32
 				for l := range 32 {
 					q := int32(xb[160+256*c+32*(l/4)+4*r+l%4] >> shift & 15)
+					if block == packedQ5KBlock {
+						q |= int32(xb[packedQ4KBlock+32*(l/4)+4*r+l%4]>>j&1) << 4
+					}
 					dot += q * int32(int8(yb[4+32*j+l]))
 				}
 				sum += int32(xb[32+8*j+r]) * dot

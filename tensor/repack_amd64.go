@@ -13,6 +13,18 @@ func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 func gemmQ4KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
 //go:noescape
+func gemmQ5KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmQ5KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+//go:noescape
+func gemmIQ4XSR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+
+//go:noescape
+func gemmIQ4XSR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+//go:noescape
 func gemmQ6KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 
 //go:noescape
@@ -31,6 +43,8 @@ func gemmQ8R8x1AVX2(x *byte, nb int, y *byte, out *float32)
 // widened Q5_0).
 var (
 	gemmQ4KR8AVX2 = packedAVX2(Q4_K, packedQ4KBlock, dotSizeQ8K, nil, gemmQ4KR8x4AVX2, gemmQ4KR8x1AVX2)
+	gemmQ5KR8AVX2 = packedAVX2(Q5_K, packedQ5KBlock, dotSizeQ8K, nil, gemmQ5KR8x4AVX2, gemmQ5KR8x1AVX2)
+	gemmXSR8AVX2  = packedAVX2(IQ4_XS, packedXSBlock, dotSizeQ8K, nil, gemmIQ4XSR8x4AVX2, gemmIQ4XSR8x1AVX2)
 	gemmQ6KR8AVX2 = packedAVX2(Q6_K, packedQ6KBlock, dotSizeQ8K, nil, gemmQ6KR8x4AVX2, gemmQ6KR8x1AVX2)
 	gemmQ8R8AVX2  = packedAVX2(Q8_0, packedQ8Block, dotSizeQ80, gemmQ8R8x8AVX2, gemmQ8R8x4AVX2, gemmQ8R8x1AVX2)
 )
@@ -42,12 +56,15 @@ var (
 // them nothing to read.
 var (
 	gemmQ4KR8Best = packedOn(gemmQ4KR8AVX2, dotAVX2 && !dotAVX512)
+	gemmQ5KR8Best = packedOn(gemmQ5KR8AVX2, dotAVX2)
 	gemmQ6KR8Best = packedOn(gemmQ6KR8AVX2, dotAVX2 && !dotAVX512)
 	gemmQ8R8Best  = packedOn(gemmQ8R8AVX2, dotAVX2)
+	gemmXSR8Best  = packedOn(gemmXSR8AVX2, dotAVX2)
 
 	// A single-token matrix (HeadPackedGemm) is repacked wherever AVX2
 	// runs: the lanes tiles do nothing for one token.
 	gemmQ4KR8Head = packedOn(gemmQ4KR8AVX2, dotAVX2)
+	gemmQ5KR8Head = packedOn(gemmQ5KR8AVX2, dotAVX2)
 	gemmQ6KR8Head = packedOn(gemmQ6KR8AVX2, dotAVX2)
 )
 
@@ -68,6 +85,10 @@ func packedImpls(t Type) map[string]PackedGemmFunc {
 	switch t {
 	case Q4_K:
 		return map[string]PackedGemmFunc{"avx2": gemmQ4KR8AVX2}
+	case Q5_K:
+		return map[string]PackedGemmFunc{"avx2": gemmQ5KR8AVX2}
+	case IQ4_XS:
+		return map[string]PackedGemmFunc{"avx2": gemmXSR8AVX2}
 	case Q6_K:
 		return map[string]PackedGemmFunc{"avx2": gemmQ6KR8AVX2}
 	case Q8_0, Q5_0:

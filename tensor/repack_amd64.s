@@ -1371,3 +1371,427 @@ q6x1half:
 	VMOVUPS Y8, (DX)
 	VZEROUPPER
 	RET
+
+// Products of repacked Q5_K groups: the Q4_K layout (d, dmin, scales, min
+// pairs, the low four bits of the quants), then the fifth bits at 1184 +
+// 32g + 4r (row r's qh[4g … 4g+3]: bit 2c of qh[l] belongs to element l
+// of sub-block 2c, bit 2c+1 to sub-block 2c+1). A chunk c of 64 elements
+// takes the slice's qh bytes shifted right by 2c (r5Shift, a word shift:
+// the bits that cross into a byte's top are masked off) and moves each
+// sub-block's bit to bit 4 of its quants. The 5-bit quants meet the
+// activations in VPMADDUBSW as Q4_K's do, but only four slices of a
+// sub-block are summed as int16 (at most 4·2·31·127 < 2^15) before their
+// scales weight them (VPMADDWD), twice a chunk. The block ends as Q4_K's
+// (R8END). Registers and stack as Q4_K's; R15 points at the chunk's shift
+// count.
+//
+// func gemmQ5KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+// func gemmQ5KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+// r5Shift holds the chunks' shift counts (0, 2, 4, 6) as 16-byte counts.
+DATA r5Shift<>+0(SB)/8, $0
+DATA r5Shift<>+8(SB)/8, $0
+DATA r5Shift<>+16(SB)/8, $2
+DATA r5Shift<>+24(SB)/8, $0
+DATA r5Shift<>+32(SB)/8, $4
+DATA r5Shift<>+40(SB)/8, $0
+DATA r5Shift<>+48(SB)/8, $6
+DATA r5Shift<>+56(SB)/8, $0
+GLOBL r5Shift<>(SB), RODATA|NOPTR, $64
+
+// r5Bit4 is the byte 0x10 repeated.
+DATA r5Bit4<>+0(SB)/8, $0x1010101010101010
+DATA r5Bit4<>+8(SB)/8, $0x1010101010101010
+DATA r5Bit4<>+16(SB)/8, $0x1010101010101010
+DATA r5Bit4<>+24(SB)/8, $0x1010101010101010
+GLOBL r5Bit4<>(SB), RODATA|NOPTR, $32
+
+// R5LOADC decodes slice g's 5-bit quants of the chunk: the low nibbles at
+// off(R8) with the fifth bits from hoff(SI) to Y0, the high nibbles to Y1.
+#define R5LOADC(off, hoff) \
+	VMOVDQU hoff(SI), Y2; \
+	VPSRLW  (R15), Y2, Y2; \
+	VPSLLW  $3, Y2, Y1; \
+	VPAND   r5Bit4<>(SB), Y1, Y1; \
+	VPSLLW  $4, Y2, Y2; \
+	VPAND   r5Bit4<>(SB), Y2, Y2; \
+	VPAND   off(R8), Y3, Y0; \
+	VPOR    Y2, Y0, Y0; \
+	VMOVDQU off(R8), Y2; \
+	VPSRLW  $4, Y2, Y2; \
+	VPAND   Y3, Y2, Y2; \
+	VPOR    Y2, Y1, Y1
+
+// R5HALF4 runs slices g0 … g0+3 of a chunk for the four tokens and adds
+// their scaled sums to the block sums.
+#define R5HALF4(o0, o1, o2, o3, h0, h1, h2, h3, a0, a1, a2, a3) \
+	R5LOADC(o0, h0); \
+	R8TOK0(DI, a0, 32+a0, Y4, Y8); \
+	R8TOK0(R11, a0, 32+a0, Y5, Y9); \
+	R8TOK0(R12, a0, 32+a0, Y6, Y10); \
+	R8TOK0(R13, a0, 32+a0, Y7, Y11); \
+	R5LOADC(o1, h1); \
+	R8TOK(DI, a1, 32+a1, Y4, Y8); \
+	R8TOK(R11, a1, 32+a1, Y5, Y9); \
+	R8TOK(R12, a1, 32+a1, Y6, Y10); \
+	R8TOK(R13, a1, 32+a1, Y7, Y11); \
+	R5LOADC(o2, h2); \
+	R8TOK(DI, a2, 32+a2, Y4, Y8); \
+	R8TOK(R11, a2, 32+a2, Y5, Y9); \
+	R8TOK(R12, a2, 32+a2, Y6, Y10); \
+	R8TOK(R13, a2, 32+a2, Y7, Y11); \
+	R5LOADC(o3, h3); \
+	R8TOK(DI, a3, 32+a3, Y4, Y8); \
+	R8TOK(R11, a3, 32+a3, Y5, Y9); \
+	R8TOK(R12, a3, 32+a3, Y6, Y10); \
+	R8TOK(R13, a3, 32+a3, Y7, Y11); \
+	R8SUBC(Y4, Y8, Y12); \
+	R8SUBC(Y5, Y9, Y13); \
+	R8SUBC(Y6, Y10, Y14); \
+	R8SUBC(Y7, Y11, Y15)
+
+// R5HALF1 is R5HALF4 for one token.
+#define R5HALF1(o0, o1, o2, o3, h0, h1, h2, h3, a0, a1, a2, a3) \
+	R5LOADC(o0, h0); \
+	R8TOK0(DI, a0, 32+a0, Y4, Y8); \
+	R5LOADC(o1, h1); \
+	R8TOK(DI, a1, 32+a1, Y4, Y8); \
+	R5LOADC(o2, h2); \
+	R8TOK(DI, a2, 32+a2, Y4, Y8); \
+	R5LOADC(o3, h3); \
+	R8TOK(DI, a3, 32+a3, Y4, Y8); \
+	R8SUBC(Y4, Y8, Y12)
+
+// func gemmQ5KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+TEXT ·gemmQ5KR8x4AVX2(SB), NOSPLIT, $512-48
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ y+16(FP), DI
+	MOVQ lda+24(FP), AX
+	LEAQ (DI)(AX*1), R11
+	LEAQ (DI)(AX*2), R12
+	LEAQ (R11)(AX*2), R13
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y0, 416(SP)
+	VMOVUPS Y0, 448(SP)
+	VMOVUPS Y0, 480(SP)
+	BCAST8($0x0F0F0F0F, X3, Y3)
+
+r5x4loop:
+	R8SCALES
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	VPXOR Y14, Y14, Y14
+	VPXOR Y15, Y15, Y15
+	LEAQ 160(SI), R8
+	LEAQ 0(SP), R10
+	LEAQ r5Shift<>(SB), R15
+	MOVQ $4, R9
+r5x4chunk:
+	PREFETCHT0 (DOTPF+0)(R8)
+	PREFETCHT0 (DOTPF+64)(R8)
+	PREFETCHT0 (DOTPF+128)(R8)
+	PREFETCHT0 (DOTPF+192)(R8)
+	PREFETCHT0 (DOTPF+256)(R8)
+	R5HALF4(0, 32, 64, 96, 1184, 1216, 1248, 1280, 4, 8, 12, 16)
+	R5HALF4(128, 160, 192, 224, 1312, 1344, 1376, 1408, 20, 24, 28, 32)
+	ADDQ $256, R8
+	ADDQ $64, R10
+	ADDQ $16, R15
+	ADDQ $64, DI
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	DECQ R9
+	JNZ  r5x4chunk
+	PREFETCHT0 (DOTPF+1184)(SI)
+	PREFETCHT0 (DOTPF+1248)(SI)
+	PREFETCHT0 (DOTPF+1312)(SI)
+	PREFETCHT0 (DOTPF+1376)(SI)
+	SUBQ $256, DI
+	SUBQ $256, R11
+	SUBQ $256, R12
+	SUBQ $256, R13
+	VCVTPH2PS 0(SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	R8END(DI, Y12, 384)
+	R8END(R11, Y13, 416)
+	R8END(R12, Y14, 448)
+	R8END(R13, Y15, 480)
+	ADDQ $1440, SI
+	ADDQ $292, DI
+	ADDQ $292, R11
+	ADDQ $292, R12
+	ADDQ $292, R13
+	DECQ CX
+	JNZ  r5x4loop
+
+	MOVQ    out+32(FP), DX
+	MOVQ    ldo+40(FP), BX
+	SHLQ    $2, BX
+	VMOVUPS 384(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 416(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 448(SP), Y0
+	VMOVUPS Y0, (DX)
+	ADDQ    BX, DX
+	VMOVUPS 480(SP), Y0
+	VMOVUPS Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func gemmQ5KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+TEXT ·gemmQ5KR8x1AVX2(SB), NOSPLIT, $512-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ y+16(FP), DI
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 384(SP)
+	BCAST8($0x0F0F0F0F, X3, Y3)
+
+r5x1loop:
+	R8SCALES
+	VPXOR Y12, Y12, Y12
+	LEAQ 160(SI), R8
+	LEAQ 0(SP), R10
+	LEAQ r5Shift<>(SB), R15
+	MOVQ $4, R9
+r5x1chunk:
+	PREFETCHT0 (DOTPF+0)(R8)
+	PREFETCHT0 (DOTPF+64)(R8)
+	PREFETCHT0 (DOTPF+128)(R8)
+	PREFETCHT0 (DOTPF+192)(R8)
+	PREFETCHT0 (DOTPF+256)(R8)
+	R5HALF1(0, 32, 64, 96, 1184, 1216, 1248, 1280, 4, 8, 12, 16)
+	R5HALF1(128, 160, 192, 224, 1312, 1344, 1376, 1408, 20, 24, 28, 32)
+	ADDQ $256, R8
+	ADDQ $64, R10
+	ADDQ $16, R15
+	ADDQ $64, DI
+	DECQ R9
+	JNZ  r5x1chunk
+	PREFETCHT0 (DOTPF+1184)(SI)
+	PREFETCHT0 (DOTPF+1248)(SI)
+	PREFETCHT0 (DOTPF+1312)(SI)
+	PREFETCHT0 (DOTPF+1376)(SI)
+	SUBQ $256, DI
+	VCVTPH2PS 0(SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	R8END(DI, Y12, 384)
+	ADDQ $1440, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  r5x1loop
+
+	MOVQ    out+24(FP), DX
+	VMOVUPS 384(SP), Y0
+	VMOVUPS Y0, (DX)
+	VZEROUPPER
+	RET
+
+// Products of repacked IQ4_XS groups: eight rows' blocks of 256, their d
+// (f16) at 0, the sub-block scales ls − 32 (int8) at 16 + 8j + r, the
+// quants at 80 + 128j + 32g + 4r (row r's qs[16j + 4g … +3]: low nibbles
+// elements 4g … 4g+3 of sub-block j, high nibbles elements 16 + 4g …),
+// against Q8_K activations of four tokens (DI, R11, R12, R13) or one
+// (DI). A load decodes both nibbles through the codebook (VPSHUFB); the
+// codebook weights are signed, so VPMADDUBSW takes their magnitudes
+// against the activations with the weights' signs (VPSIGNB, per token),
+// and each pair sum (at most 2·127·127) goes straight into VPMADDWD with
+// the sub-block's scale words (int32 per row). A block's sum times d·dy is
+// fused into the token's float accumulator. The one-token kernel runs the
+// same instructions per token.
+//
+// Registers: Y0, Y1 the low half's magnitudes and weights, Y2, Y3 the
+// high half's; Y4 per-token scratch; Y5 the codebook; Y6 the nibble mask;
+// Y7-Y10 the tokens' int32 block sums; Y11-Y14 their float accumulators
+// (Y11 for one token); Y15 decoding scratch. Stack: the scales as word
+// pairs (s_r, s_r) at 32j.
+//
+// func gemmIQ4XSR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+// func gemmIQ4XSR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+
+// xsr8Table is the IQ4_NL codebook in both lanes.
+DATA xsr8Table<>+0(SB)/8, $0xF6EADDCFBFAD9881
+DATA xsr8Table<>+8(SB)/8, $0x7159453526190D01
+DATA xsr8Table<>+16(SB)/8, $0xF6EADDCFBFAD9881
+DATA xsr8Table<>+24(SB)/8, $0x7159453526190D01
+GLOBL xsr8Table<>(SB), RODATA|NOPTR, $32
+
+// XSR8SCALES expands the block's scales to sign-extended word pairs on the
+// stack.
+#define XSR8SCALE(j) \
+	VPBROADCASTQ (16+8*j)(SI), Y4; \
+	VPSHUFB      r6Dup<>(SB), Y4, Y4; \
+	VPSRAW       $8, Y4, Y4; \
+	VMOVDQU      Y4, (32*j)(SP)
+
+#define XSR8SCALES \
+	XSR8SCALE(0); XSR8SCALE(1); XSR8SCALE(2); XSR8SCALE(3); \
+	XSR8SCALE(4); XSR8SCALE(5); XSR8SCALE(6); XSR8SCALE(7)
+
+// XSR8LOAD decodes the 32 bytes of quants at off(SI).
+#define XSR8LOAD(off) \
+	VMOVDQU off(SI), Y15; \
+	VPSRLW  $4, Y15, Y3; \
+	VPAND   Y6, Y15, Y15; \
+	VPAND   Y6, Y3, Y3; \
+	VPSHUFB Y15, Y5, Y1; \
+	VPSHUFB Y3, Y5, Y3; \
+	VPABSB  Y1, Y0; \
+	VPABSB  Y3, Y2
+
+// XSR8TOK adds token P's products with the decoded slices (activations at
+// lo and hi) weighted by sub-block j's scales to ACC.
+#define XSR8TOK(P, lo, hi, j, ACC) \
+	VPBROADCASTD lo(P), Y4; \
+	VPSIGNB      Y1, Y4, Y4; \
+	VPMADDUBSW   Y4, Y0, Y4; \
+	VPMADDWD     (32*j)(SP), Y4, Y4; \
+	VPADDD       Y4, ACC, ACC; \
+	VPBROADCASTD hi(P), Y4; \
+	VPSIGNB      Y3, Y4, Y4; \
+	VPMADDUBSW   Y4, Y2, Y4; \
+	VPMADDWD     (32*j)(SP), Y4, Y4; \
+	VPADDD       Y4, ACC, ACC
+
+// XSR8SUB4 runs sub-block j's four slices (XSR8SLICE4: slice g) for the
+// four tokens, XSR8SUB1 for one.
+#define XSR8SLICE4(j, g) \
+	XSR8LOAD(80+128*j+32*g); \
+	XSR8TOK(DI, 4+32*j+4*g, 20+32*j+4*g, j, Y7); \
+	XSR8TOK(R11, 4+32*j+4*g, 20+32*j+4*g, j, Y8); \
+	XSR8TOK(R12, 4+32*j+4*g, 20+32*j+4*g, j, Y9); \
+	XSR8TOK(R13, 4+32*j+4*g, 20+32*j+4*g, j, Y10)
+
+#define XSR8SUB4(j) \
+	XSR8SLICE4(j, 0); XSR8SLICE4(j, 1); XSR8SLICE4(j, 2); XSR8SLICE4(j, 3)
+
+#define XSR8SLICE1(j, g) \
+	XSR8LOAD(80+128*j+32*g); \
+	XSR8TOK(DI, 4+32*j+4*g, 20+32*j+4*g, j, Y7)
+
+#define XSR8SUB1(j) \
+	XSR8SLICE1(j, 0); XSR8SLICE1(j, 1); XSR8SLICE1(j, 2); XSR8SLICE1(j, 3)
+
+// XSR8END adds token P's block sum ACC times d·dy (Y15 the eight d) to
+// FACC.
+#define XSR8END(P, ACC, FACC) \
+	VBROADCASTSS 0(P), Y4; \
+	VMULPS       Y4, Y15, Y4; \
+	VCVTDQ2PS    ACC, ACC; \
+	VFMADD231PS  Y4, ACC, FACC
+
+#define XSR8PREFETCH \
+	PREFETCHT0 (DOTPF+0)(SI); \
+	PREFETCHT0 (DOTPF+64)(SI); \
+	PREFETCHT0 (DOTPF+128)(SI); \
+	PREFETCHT0 (DOTPF+192)(SI); \
+	PREFETCHT0 (DOTPF+256)(SI); \
+	PREFETCHT0 (DOTPF+320)(SI); \
+	PREFETCHT0 (DOTPF+384)(SI); \
+	PREFETCHT0 (DOTPF+448)(SI); \
+	PREFETCHT0 (DOTPF+512)(SI); \
+	PREFETCHT0 (DOTPF+576)(SI); \
+	PREFETCHT0 (DOTPF+640)(SI); \
+	PREFETCHT0 (DOTPF+704)(SI); \
+	PREFETCHT0 (DOTPF+768)(SI); \
+	PREFETCHT0 (DOTPF+832)(SI); \
+	PREFETCHT0 (DOTPF+896)(SI); \
+	PREFETCHT0 (DOTPF+960)(SI); \
+	PREFETCHT0 (DOTPF+1024)(SI); \
+	PREFETCHT0 (DOTPF+1088)(SI)
+
+// func gemmIQ4XSR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
+TEXT ·gemmIQ4XSR8x4AVX2(SB), NOSPLIT, $256-48
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ y+16(FP), DI
+	MOVQ lda+24(FP), AX
+	LEAQ (DI)(AX*1), R11
+	LEAQ (DI)(AX*2), R12
+	LEAQ (R11)(AX*2), R13
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	VXORPS  Y14, Y14, Y14
+	VMOVDQU xsr8Table<>(SB), Y5
+	BCAST8($0x0F0F0F0F, X6, Y6)
+
+xsr8x4loop:
+	XSR8PREFETCH
+	XSR8SCALES
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	XSR8SUB4(0)
+	XSR8SUB4(1)
+	XSR8SUB4(2)
+	XSR8SUB4(3)
+	XSR8SUB4(4)
+	XSR8SUB4(5)
+	XSR8SUB4(6)
+	XSR8SUB4(7)
+	VCVTPH2PS 0(SI), Y15
+	XSR8END(DI, Y7, Y11)
+	XSR8END(R11, Y8, Y12)
+	XSR8END(R12, Y9, Y13)
+	XSR8END(R13, Y10, Y14)
+	ADDQ $1104, SI
+	ADDQ $292, DI
+	ADDQ $292, R11
+	ADDQ $292, R12
+	ADDQ $292, R13
+	DECQ CX
+	JNZ  xsr8x4loop
+
+	MOVQ    out+32(FP), DX
+	MOVQ    ldo+40(FP), BX
+	SHLQ    $2, BX
+	VMOVUPS Y11, (DX)
+	ADDQ    BX, DX
+	VMOVUPS Y12, (DX)
+	ADDQ    BX, DX
+	VMOVUPS Y13, (DX)
+	ADDQ    BX, DX
+	VMOVUPS Y14, (DX)
+	VZEROUPPER
+	RET
+
+// func gemmIQ4XSR8x1AVX2(x *byte, nb int, y *byte, out *float32)
+TEXT ·gemmIQ4XSR8x1AVX2(SB), NOSPLIT, $256-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ y+16(FP), DI
+	VXORPS  Y11, Y11, Y11
+	VMOVDQU xsr8Table<>(SB), Y5
+	BCAST8($0x0F0F0F0F, X6, Y6)
+
+xsr8x1loop:
+	XSR8PREFETCH
+	XSR8SCALES
+	VPXOR Y7, Y7, Y7
+	XSR8SUB1(0)
+	XSR8SUB1(1)
+	XSR8SUB1(2)
+	XSR8SUB1(3)
+	XSR8SUB1(4)
+	XSR8SUB1(5)
+	XSR8SUB1(6)
+	XSR8SUB1(7)
+	VCVTPH2PS 0(SI), Y15
+	XSR8END(DI, Y7, Y11)
+	ADDQ $1104, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  xsr8x1loop
+
+	MOVQ    out+24(FP), DX
+	VMOVUPS Y11, (DX)
+	VZEROUPPER
+	RET

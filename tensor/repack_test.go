@@ -9,7 +9,7 @@ import (
 )
 
 // packedTypes are the weight types with a repacked layout.
-var packedTypes = []Type{Q4_K, Q8_0, Q5_0, Q6_K}
+var packedTypes = []Type{Q4_K, Q5_K, Q8_0, Q5_0, Q6_K, IQ4_XS}
 
 // packedCase is a matrix of test blocks, its repacked copy and m tokens.
 type packedCase struct {
