@@ -51,9 +51,13 @@ type Device struct {
 	budget int64
 	scr    sync.Pool // of *scratch, so that sessions may share the device
 
-	mu     sync.Mutex // guards used and packed (Collectives may run beside the owner)
-	used   int64
-	packed int64 // bytes of repacked weights (RepackedBytes)
+	mu        sync.Mutex // guards the fields below (Collectives may run beside the owner)
+	used      int64
+	packed    int64    // bytes of repacked weights (RepackedBytes)
+	mapped    [][]byte // memory of repacked copies (packedMemory), released by Close
+	arenaFree []byte   // the unused rest of the last chunk in mapped
+
+	arenaChunk int // bytes of a chunk; 0 is packedArenaChunk (tests set less)
 }
 
 // NewDevice returns virtual device index with the exact matrix product,
@@ -197,7 +201,10 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 			if err := d.reserve(size, "weight "+m.Name+" (repacked)"); err != nil {
 				return nil, err
 			}
-			m, err = withPacked(m, size)
+			dst, err := d.packedMemory(int(size))
+			if err == nil {
+				m, err = withPacked(m, dst)
+			}
 			if err != nil {
 				d.release(size)
 				return nil, fmt.Errorf("%s: %s: %w", d.Name(), m.Name, err)
@@ -220,27 +227,63 @@ func (d *Device) Upload(m backend.Matrix) (backend.Weight, error) {
 	return &weight{m}, nil
 }
 
-// withPacked returns m with its repacked copy (size bytes, from
-// tensor.PackedSize) in Packed.
-func withPacked(m backend.Matrix, size int64) (backend.Matrix, error) {
-	m.Packed = alignedBytes(int(size))
+// withPacked returns m with dst (tensor.PackedSize bytes, from
+// packedMemory) holding its repacked copy.
+func withPacked(m backend.Matrix, dst []byte) (backend.Matrix, error) {
+	m.Packed = dst
 	return m, tensor.Repack(m.Type, m.Packed, m.Data, m.Rows, m.Cols)
 }
 
-// hugePageBytes is the size from which a repacked copy asks for huge pages
-// (two of them: smaller copies gain little).
-const hugePageBytes = 4 << 20
+// Repacked copies of packedArenaMinBytes or more come from mapped memory
+// the device holds in chunks of packedArenaChunk bytes (a copy larger than
+// a quarter of that has a mapping of its own). A model's weights are
+// mostly many matrices of a few MB (one per expert): together they fill
+// huge pages where each alone would be left in small ones on the Go heap.
+// A chunk's pages cost memory only once written, so its unused rest costs
+// at most one huge page.
+const (
+	packedArenaMinBytes = 256 << 10
+	packedArenaChunk    = 256 << 20
+)
 
-// alignedBytes returns n bytes starting on a 64-byte boundary, so that the
-// packed kernels' loads of a group's blocks never straddle cache lines.
-func alignedBytes(n int) []byte {
-	b := make([]byte, n+63)
-	if n >= hugePageBytes {
-		// Before the first write, so the pages come huge at once.
-		_ = mmap.HugePagesWithin(b)
+// packedMemory returns n bytes for a repacked copy, starting on a 64-byte
+// boundary so that the packed kernels' loads of a group's blocks never
+// straddle cache lines. A copy of packedArenaMinBytes or more is mapped
+// memory asked for huge pages before its first write (memory from the Go
+// heap may come already faulted in small pages), streamed for every token
+// with a TLB miss per 2 MB instead of per 4 KB; Close releases it.
+func (d *Device) packedMemory(n int) ([]byte, error) {
+	if n < packedArenaMinBytes {
+		b := make([]byte, n+63)
+		off := (64 - int(uintptr(unsafe.Pointer(&b[0]))%64)) % 64
+		return b[off : off+n : off+n], nil
 	}
-	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))%64)) % 64
-	return b[off : off+n : off+n]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	chunkBytes := d.arenaChunk
+	if chunkBytes == 0 {
+		chunkBytes = packedArenaChunk
+	}
+	if n > chunkBytes/4 {
+		b, err := mmap.Anonymous(n)
+		if err != nil {
+			return nil, err
+		}
+		d.mapped = append(d.mapped, b)
+		return b, nil
+	}
+	skip := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(d.arenaFree)))%64)) % 64
+	if len(d.arenaFree) < skip+n {
+		chunk, err := mmap.Anonymous(chunkBytes)
+		if err != nil {
+			return nil, err
+		}
+		d.mapped = append(d.mapped, chunk)
+		d.arenaFree, skip = chunk, 0
+	}
+	b := d.arenaFree[skip : skip+n : skip+n]
+	d.arenaFree = d.arenaFree[skip+n:]
+	return b, nil
 }
 
 // UploadVector copies v to a new buffer.
@@ -332,14 +375,22 @@ func (d *Device) ReadIDs(dst []int32, src backend.IDs) {
 	}
 }
 
-// Close forgets the memory accounting (the Go heap owns the memory) and
-// stops the workers.
+// Close releases the memory of large repacked weights, forgets the memory
+// accounting (the Go heap owns the rest) and stops the workers. Nothing
+// the device returned may be used after.
 func (d *Device) Close() error {
 	d.mu.Lock()
-	d.used = 0
+	mapped := d.mapped
+	d.used, d.packed, d.mapped, d.arenaFree = 0, 0, nil, nil
 	d.mu.Unlock()
+	var first error
+	for _, b := range mapped {
+		if err := mmap.Release(b); err != nil && first == nil {
+			first = fmt.Errorf("%s: %w", d.Name(), err)
+		}
+	}
 	d.cpu.close()
-	return nil
+	return first
 }
 
 // getScratch returns scratch buffers for one fused operation; putScratch

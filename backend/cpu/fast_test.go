@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/internal/mmap"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -300,13 +301,24 @@ func BenchmarkFastMatMul(b *testing.B) {
 // its bytes counted).
 func BenchmarkDecodeMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
-	{
-		data := make([]byte, 512<<20)
+	// The read rate of plain copies, from the Go heap (as the file's
+	// layout is read) and from memory in huge pages (as repacked copies
+	// are, see packedMemory).
+	huge, err := mmap.Anonymous(512 << 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mmap.Release(huge)
+	for _, src := range []struct {
+		name string
+		data []byte
+	}{{"stream", make([]byte, 512<<20)}, {"stream/huge", huge}} {
+		data := src.data
 		for i := range data {
 			data[i] = byte(i)
 		}
 		for _, workers := range []int{1, 2} {
-			b.Run(fmt.Sprintf("stream/t%d", workers), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/t%d", src.name, workers), func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				bufs := make([][]byte, workers)
 				for w := range bufs {
@@ -340,7 +352,13 @@ func BenchmarkDecodeMatMul(b *testing.B) {
 		if _, ok := tensor.PackedGemm(typ); ok && rows%tensor.PackRows == 0 {
 			// The repacked copy (what a model load makes by default).
 			size, _ := tensor.PackedSize(typ, rows, cols)
-			pw, err := withPacked(w, size)
+			d := NewFastDevice(0, 1, 0)
+			defer d.Close()
+			dst, err := d.packedMemory(int(size))
+			if err != nil {
+				b.Fatal(err)
+			}
+			pw, err := withPacked(w, dst)
 			if err != nil {
 				b.Fatal(err)
 			}

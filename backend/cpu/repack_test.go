@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/internal/mmap"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -102,6 +105,71 @@ func TestRepackedMatMul(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRepackedMappedMemory: repacked copies of packedArenaMinBytes or more
+// live in the device's mapped memory (chunks aligned for huge pages on
+// Unix, each copy on 64 bytes, copies of a chunk's quarter or more in a
+// mapping of their own), compute what the same copy on the Go heap
+// computes, bit for bit, and Close releases them.
+func TestRepackedMappedMemory(t *testing.T) {
+	if _, ok := tensor.PackedGemm(tensor.Q8_0); !ok {
+		t.Skip("no packed product on this CPU")
+	}
+	const cols, n = 1024, 3
+	r := rand.New(rand.NewPCG(7, 8))
+	d := NewFastDevice(0, 2, 0)
+	d.cpu.SetRepack(true)
+	d.arenaChunk = 4 << 20 // copies over 1 MB have their own mapping
+	for _, tc := range []struct {
+		rows    int
+		mapped  int  // mappings the device holds after the upload
+		chunked bool // the copy starts a chunk or a mapping of its own
+	}{
+		{8, 0, false},   // 9 KB: the Go heap
+		{256, 1, true},  // 278 KB: the first chunk
+		{512, 1, false}, // 557 KB: after it in the same chunk
+		{2000, 2, true}, // 2.2 MB: a mapping of its own
+		{800, 2, false}, // back in the first chunk
+		{904, 2, false}, // 984 KB, to 2.7 MB of the chunk
+		{904, 2, false}, // to 3.7 MB
+		{904, 3, true},  // does not fit the rest: a new chunk
+	} {
+		m := quantMatrix(t, tensor.Q8_0, randVec(r, tc.rows*cols), tc.rows, cols)
+		size, _ := tensor.PackedSize(tensor.Q8_0, tc.rows, cols)
+		w, err := d.Upload(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := Mat(w).Packed
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(packed)))
+		// Windows aligns its mappings to 64 KB only, so there the start of
+		// a chunk cannot be told from the address.
+		chunked := addr%mmap.HugePageAlign == 0 || runtime.GOOS == "windows" && tc.chunked
+		if len(packed) != int(size) || addr%64 != 0 || len(d.mapped) != tc.mapped || chunked != tc.chunked {
+			t.Fatalf("%d rows: %d bytes at %#x, %d mappings; want %d bytes on 64 bytes, %d mappings, starting a chunk %v",
+				tc.rows, len(packed), addr, len(d.mapped), size, tc.mapped, tc.chunked)
+		}
+		heap, err := withPacked(m, make([]byte, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randVec(r, n*cols)
+		got, want := make([]float32, n*tc.rows), make([]float32, n*tc.rows)
+		d.cpu.MatMul(got, x, n, Mat(w))
+		d.cpu.MatMul(want, x, n, heap)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%d rows, output %d: %g from mapped memory, %g from the heap", tc.rows, i, got[i], want[i])
+			}
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if len(d.mapped) != 0 || d.RepackedBytes() != 0 {
+		t.Errorf("after Close: %d mappings, %d bytes repacked", len(d.mapped), d.RepackedBytes())
 	}
 }
 

@@ -56,15 +56,36 @@ func pagesWithin(b []byte) []byte {
 	return b[start:end]
 }
 
-// HugePagesWithin advises the system to back the pages wholly inside b, a
-// large buffer not yet written (a repacked copy of weights), with huge
-// pages: a matrix streamed for every token then costs a TLB miss per 2 MB
-// instead of per 4 KB. On Linux it is madvise(MADV_HUGEPAGE), which counts
-// where transparent huge pages are enabled "always" or "madvise"; elsewhere
-// it does nothing. It is advice: an error changes nothing but the speed.
-func HugePagesWithin(b []byte) error {
-	if p := pagesWithin(b); len(p) > 0 {
-		return hugePages(p)
+// HugePageAlign is the alignment of the memory Anonymous returns on Unix:
+// the size of an x86-64 or arm64 transparent huge page, so that every whole
+// 2 MB of the memory can be one.
+const HugePageAlign = 2 << 20
+
+// Anonymous returns size bytes (size > 0) of zeroed read-write memory
+// outside Go's heap, starting on a HugePageAlign boundary on Unix (on
+// Windows, on its 64 KB allocation granularity); on Linux the
+// system is asked for transparent huge pages (madvise(MADV_HUGEPAGE))
+// before any page is touched. It is for large buffers written once and
+// then streamed (repacked weights): memory from the Go heap may have been
+// touched already, in small pages, when it is handed out. Release frees
+// it; the garbage collector never does.
+func Anonymous(size int) ([]byte, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("mmap: anonymous memory of %d bytes", size)
 	}
-	return nil
+	b, err := anonymous(size)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: anonymous memory of %d bytes: %w", size, err)
+	}
+	_ = hugePages(pagesWithin(b)) // advice: an error costs speed only
+	return b, nil
+}
+
+// Release frees memory Anonymous returned; nothing of it may be used
+// after. An empty b does nothing.
+func Release(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return release(b)
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"unsafe"
 )
 
 func TestFile(t *testing.T) {
@@ -49,19 +51,44 @@ func TestFile(t *testing.T) {
 	}
 }
 
-// TestHugePagesWithin: the advice takes any slice, aligned or not, empty or
-// smaller than a page, and the memory stays usable.
-func TestHugePagesWithin(t *testing.T) {
-	b := make([]byte, 8<<20+123)
-	for _, s := range [][]byte{nil, b[:0], b[1:100], b[7:], b} {
-		if err := HugePagesWithin(s); err != nil {
-			t.Errorf("%d bytes: %v", len(s), err)
+// TestAnonymous: the memory is zeroed, writable to its last byte, aligned
+// for huge pages on Unix (64 bytes is what its users need everywhere), and
+// released; sizes of 0 or less are errors.
+func TestAnonymous(t *testing.T) {
+	align := uintptr(HugePageAlign)
+	if runtime.GOOS == "windows" {
+		align = 64
+	}
+	for _, size := range []int{1, 4095, 4 << 20, 8<<20 + 123} {
+		b, err := Anonymous(size)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if len(b) != size {
+			t.Errorf("%d bytes: got %d", size, len(b))
+		}
+		if addr := uintptr(unsafe.Pointer(unsafe.SliceData(b))); addr%align != 0 {
+			t.Errorf("%d bytes at %#x: not aligned to %d", size, addr, align)
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("%d bytes: byte %d is %d, not zero", size, i, b[i])
+			}
+			b[i] = byte(i)
+		}
+		if b[size-1] != byte(size-1) {
+			t.Errorf("%d bytes: the last byte did not keep its value", size)
+		}
+		if err := Release(b); err != nil {
+			t.Errorf("%d bytes: Release: %v", size, err)
 		}
 	}
-	for i := range b {
-		b[i] = byte(i)
+	for _, size := range []int{0, -1} {
+		if _, err := Anonymous(size); err == nil {
+			t.Errorf("Anonymous(%d) did not fail", size)
+		}
 	}
-	if b[len(b)-1] != byte(len(b)-1) {
-		t.Error("memory changed")
+	if err := Release(nil); err != nil {
+		t.Errorf("Release(nil): %v", err)
 	}
 }

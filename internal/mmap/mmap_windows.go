@@ -35,3 +35,20 @@ func unmap(b []byte) error {
 // dontNeed does nothing: a read-only view's pages are dropped by the
 // system's working-set trimming.
 func dontNeed([]byte) error { return nil }
+
+// anonymous commits size bytes. The region starts on a 64 KB boundary;
+// Windows' large pages need a privilege, so the pages are small and a 2 MB
+// alignment would buy nothing.
+func anonymous(size int) ([]byte, error) {
+	addr, err := windows.VirtualAlloc(0, uintptr(size), windows.MEM_RESERVE|windows.MEM_COMMIT, windows.PAGE_READWRITE)
+	if err != nil {
+		return nil, os.NewSyscallError("VirtualAlloc", err)
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), size), nil
+}
+
+func release(b []byte) error {
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return os.NewSyscallError("VirtualFree", windows.VirtualFree(addr, 0, windows.MEM_RELEASE))
+}
