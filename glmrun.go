@@ -32,8 +32,7 @@ type Options struct {
 	// --cache-type-k names: "f16", "bf16", "q8_0" (rows of whole 32-value
 	// blocks) or "f32" (the reference numbers, twice f16's memory). The
 	// latent and the DSA indexer keys are stored in it; attention reads
-	// them back exactly. "" is f16 (llama.cpp's default) on the CPU and
-	// f32 on CUDA, which stores no other type yet.
+	// them back exactly. "" is f16 (llama.cpp's default).
 	CacheType string
 	// Backend selects the compute backend: "" or "cpu", or "cuda" (NVIDIA
 	// GPUs through the driver's libcuda.so.1; without one Load fails with
@@ -174,7 +173,7 @@ func Load(path string, opts Options) (*Model, error) {
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("glmrun: negative thread count %d", opts.Threads)
 	}
-	cache, err := cacheType(opts.CacheType, opts.Backend)
+	cache, err := cacheType(opts.CacheType)
 	if err != nil {
 		return nil, err
 	}
@@ -308,10 +307,10 @@ func (m *Model) FitContext() (n int, note string) {
 	return m.m.FitContext(m.cache, m.opts.SpecDraft > 0, 1)
 }
 
-// cacheType parses Options.CacheType for a model on backend.
-func cacheType(name, backend string) (tensor.Type, error) {
+// cacheType parses Options.CacheType.
+func cacheType(name string) (tensor.Type, error) {
 	if name == "" {
-		return model.DefaultCacheType(backend), nil
+		return model.DefaultCacheType, nil
 	}
 	t, err := attention.ParseCacheType(name)
 	if err != nil {

@@ -15,16 +15,9 @@ import (
 // how much memory there is (llama.cpp's default -c is 4096 too).
 const DefaultContextSize = 4096
 
-// DefaultCacheType returns the KV cache type a session of a model on the
-// named backend gets when none is asked for: F16, as llama.cpp's default,
-// where the backend stores it (the CPU), F32 on CUDA, whose kernels read
-// float32 caches only so far.
-func DefaultCacheType(backend string) tensor.Type {
-	if backend == "cuda" {
-		return tensor.F32
-	}
-	return tensor.F16
-}
+// DefaultCacheType is the KV cache type a session gets when none is asked
+// for: F16, as llama.cpp's default, on every backend.
+const DefaultCacheType = tensor.F16
 
 // cacheShare is the part of the available memory FitContext gives the KV
 // caches: the rest is for the weights' pages, the buffers of a step and

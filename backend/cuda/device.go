@@ -33,22 +33,33 @@ type mem struct {
 	bytes int64
 }
 
-// buffer is a view of n float32 values at ptr; base is the allocation it
-// came from (nil for a view that must not be freed).
+// buffer is a view of n values at ptr, float32 or (a KV cache from
+// AllocType) stored as t; base is the allocation it came from (nil for a
+// view that must not be freed).
 type buffer struct {
 	d    *Device
 	ptr  uint64
 	n    int
+	t    tensor.Type // F32 (the zero value) or a cache type
 	base *mem
 }
 
 func (b *buffer) Len() int { return b.n }
 
+// Slice returns a view of values [off, off+n); in a cache type both are
+// whole blocks of it.
 func (b *buffer) Slice(off, n int) backend.Buffer {
-	if off < 0 || n < 0 || off+n > b.n {
-		panic(fmt.Sprintf("cuda: buffer slice [%d, %d) of %d values", off, off+n, b.n))
+	bs := b.t.BlockSize()
+	if off < 0 || n < 0 || off+n > b.n || off%bs != 0 || n%bs != 0 {
+		panic(fmt.Sprintf("cuda: buffer slice [%d, %d) of %d values of %s (blocks of %d)", off, off+n, b.n, b.t, bs))
 	}
-	return &buffer{d: b.d, ptr: b.ptr + 4*uint64(off), n: n}
+	return &buffer{d: b.d, ptr: b.ptr + uint64(off/bs*b.t.TypeSize()), n: n, t: b.t}
+}
+
+// bytes returns the size of the buffer's values in bytes.
+func (b *buffer) bytes() int64 {
+	size, _ := b.t.RowSize(int64(b.n)) // whole blocks: checked when made
+	return size
 }
 
 // idBuf is a view of n int32 values.
@@ -206,14 +217,34 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 	return &buffer{d: d, ptr: a.ptr, n: n, base: a}, nil
 }
 
-// AllocType returns a buffer of n values stored as t. The CUDA kernels
-// read float32 KV caches only so far: other types are an error naming the
-// type, returned when the cache is made.
+// cacheTypes are the element types AllocType takes.
+var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
+
+// AllocType returns a zeroed buffer of n values stored as t, one of F32,
+// F16, BF16 or Q8_0 (n a whole number of t's blocks): a KV cache that
+// Copy writes from float32 rows and the attention and the indexer read in
+// place.
 func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
-	if t != tensor.F32 {
-		return nil, fmt.Errorf("%s: a KV cache of type %s is not implemented on CUDA yet (f32 only: --cache-type-k f32)", d.Name(), t)
+	switch t {
+	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0:
+	default:
+		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, cacheTypes)
 	}
-	return d.Alloc(n)
+	if n < 0 {
+		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
+	}
+	size, err := t.RowSize(int64(n))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	a, err := d.allocate(size, "cache")
+	if err != nil {
+		return nil, err
+	}
+	if size > 0 {
+		d.run("fill_u8", dim3{min(cdiv(int(size), 256), 4096), 1, 1}, dim3{256, 1, 1}, 0, a.ptr, i32(0), uint64(size))
+	}
+	return &buffer{d: d, ptr: a.ptr, n: n, t: t, base: a}, nil
 }
 
 // AllocIDs returns an array of n ids (contents undefined).
@@ -292,12 +323,25 @@ func (d *Device) weight(w backend.Weight) *weight {
 	return v
 }
 
-// ptr returns the device address of b, or 0 for nil.
+// ptr returns the device address of float32 buffer b, or 0 for nil. A
+// buffer in a cache type panics: only the operations that take one (see
+// cachePtr) may read it, never as float32.
 func (d *Device) ptr(b backend.Buffer) uint64 {
 	if b == nil {
 		return 0
 	}
-	return d.buf(b).ptr
+	v := d.buf(b)
+	if v.t != tensor.F32 {
+		panic(fmt.Sprintf("%s: a %s buffer where float32 values are needed", d.Name(), v.t))
+	}
+	return v.ptr
+}
+
+// cachePtr returns the device address of b and the type code its kernels
+// take (tensor.Type's number).
+func (d *Device) cachePtr(b backend.Buffer) (uint64, int32) {
+	v := d.buf(b)
+	return v.ptr, int32(v.t)
 }
 
 func (d *Device) idsPtr(b backend.IDs) uint64 {
@@ -307,7 +351,8 @@ func (d *Device) idsPtr(b backend.IDs) uint64 {
 	return d.ids(b).ptr
 }
 
-// Write copies src to dst.
+// Write copies src to dst (converted as tensor.Quantize does for a cache
+// type).
 func (d *Device) Write(dst backend.Buffer, src []float32) {
 	b := d.buf(dst)
 	if len(src) != b.n {
@@ -316,7 +361,15 @@ func (d *Device) Write(dst backend.Buffer, src []float32) {
 	if len(src) == 0 || d.faulted() {
 		return
 	}
-	if err := d.g.htod(b.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))); err != nil {
+	p, n := unsafe.Pointer(&src[0]), 4*int64(len(src))
+	if b.t != tensor.F32 {
+		data := make([]byte, b.bytes())
+		if err := tensor.Quantize(b.t, src, data); err != nil {
+			panic(fmt.Sprintf("%s: Write of %d values to a %s buffer: %v", d.Name(), len(src), b.t, err))
+		}
+		p, n = unsafe.Pointer(&data[0]), int64(len(data))
+	}
+	if err := d.g.htod(b.ptr, p, n); err != nil {
 		d.fail(err)
 	}
 }
@@ -342,7 +395,17 @@ func (d *Device) Read(dst []float32, src backend.Buffer) {
 		return
 	}
 	if !d.faulted() {
-		if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
+		if b.t != tensor.F32 {
+			data := make([]byte, b.bytes())
+			err := d.g.dtoh(unsafe.Pointer(&data[0]), b.ptr, int64(len(data)))
+			if err == nil {
+				err = tensor.Dequantize(b.t, data, dst)
+			}
+			if err == nil {
+				return
+			}
+			d.fail(err)
+		} else if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
 			return
 		} else {
 			d.fail(err)

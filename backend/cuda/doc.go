@@ -22,7 +22,9 @@
 // Kernels follow the CPU backend's arithmetic (dequantization bit for
 // bit, double-precision sums where it uses float64, its dot-product order
 // in attention and the indexer), so results agree within float rounding.
-// Known limits: products run in f32 on CUDA cores (no mma.sync yet); the
+// KV caches (AllocType) are f32, f16, bf16 or Q8_0, rounded as package
+// tensor rounds and read in place by decode and the indexer (the prefill
+// widens them to float32 once per call). Known limits: products run in f32 on CUDA cores (no mma.sync yet); the
 // MoE dispatch reads the routing ids back to the host; the DSA and router
 // top-k rank by counting (quadratic in the number of keys); collectives
 // stage through host memory (no NCCL or peer copies yet); Config.Fast is

@@ -53,7 +53,9 @@ func goldenTPs(t *testing.T) []int {
 // sources (or on GPUs with GLMRUN_CUDA=1), at tensor-parallel degree 1
 // and more: the prompt's logits must match llama.cpp's f32-activation
 // references within 1e-3 (testdata README) and the CPU backend within
-// 1e-4; then a few greedy decode steps through the absorbed path.
+// 1e-4; then a few greedy decode steps through the absorbed path. With
+// the KV cache in f16 and bf16 the logits match the CPU backend's with the
+// same cache (see the bound below).
 func TestGoldenForward(t *testing.T) {
 	const tolRef, tolCPU = 1e-3, 1e-4
 	models := []string{"glm5-mini.Q8_0", "ds2-mini.Q8_0", "glm5-mini-sparse.Q8_0"}
@@ -72,7 +74,7 @@ func TestGoldenForward(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := testmodels.Path(t, name)
-		run := func(t *testing.T, backendName string, tp int) (prompt [][]float32, next [][]float32, ok bool) {
+		run := func(t *testing.T, backendName string, tp int, cache tensor.Type) (prompt [][]float32, next [][]float32, ok bool) {
 			m, err := model.Load(path, model.Options{Backend: backendName, Threads: 1, TensorParallel: tp})
 			if err != nil {
 				if tp > 1 {
@@ -81,7 +83,7 @@ func TestGoldenForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
+			s, err := m.NewSession(model.SessionOptions{ContextSize: 64, CacheType: cache})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,9 +108,9 @@ func TestGoldenForward(t *testing.T) {
 			}
 			t.Run(name+"/tp"+strconv.Itoa(tp), func(t *testing.T) {
 				if cp == nil {
-					cp, cn, _ = run(t, "cpu", 1)
+					cp, cn, _ = run(t, "cpu", 1, tensor.F32)
 				}
-				gp, gn, _ := run(t, "cuda", tp)
+				gp, gn, _ := run(t, "cuda", tp, tensor.F32)
 				var vsRef, vsCPU, greedy float64
 				for i, row := range gp {
 					vsRef = max(vsRef, testmodels.MaxAbsDiff(row, ref.PromptLogits[i].Logits))
@@ -128,6 +130,39 @@ func TestGoldenForward(t *testing.T) {
 				}
 				t.Logf("%s tp %d: %d prompt tokens + %d decode steps: max abs logit diff vs llama.cpp %.3g (greedy top-5 %.3g), vs CPU backend %.3g",
 					name, tp, len(ref.Prompt), len(gn), vsRef, greedy, vsCPU)
+			})
+		}
+		// The KV cache in the other types. Rounding to the type amplifies
+		// the float32 noise between the backends: a latent value within
+		// that noise of a rounding boundary of f16 (or a Q8_0 step) lands
+		// on the other side on one of them, a whole unit of the type's
+		// rounding away. So the CUDA run with a cache type must agree with
+		// the CPU run with the same type far better than the type's own
+		// effect (the CPU's run with it against its float32-cache run, the
+		// sum of every value's rounding): within a quarter of it. A CUDA
+		// cache that stored float32, or rounded otherwise, differs by
+		// about the whole effect.
+		if testing.Short() || (!onGPU() && name != "glm5-mini-sparse.Q8_0") {
+			continue
+		}
+		for _, cache := range []tensor.Type{tensor.F16, tensor.BF16} {
+			t.Run(name+"/cache-"+cache.String(), func(t *testing.T) {
+				fp, fn, _ := run(t, "cpu", 1, tensor.F32)
+				cp, cn, _ := run(t, "cpu", 1, cache)
+				gp, gn, _ := run(t, "cuda", 1, cache)
+				var vsCPU, effect float64
+				for i, row := range gp {
+					vsCPU = max(vsCPU, testmodels.MaxAbsDiff(row, cp[i]))
+					effect = max(effect, testmodels.MaxAbsDiff(cp[i], fp[i]))
+				}
+				for k, row := range gn {
+					vsCPU = max(vsCPU, testmodels.MaxAbsDiff(row, cn[k]))
+					effect = max(effect, testmodels.MaxAbsDiff(cn[k], fn[k]))
+				}
+				if effect == 0 || vsCPU > effect/4 {
+					t.Errorf("%s cache: CUDA vs CPU backend %.3g, the type's own effect on the CPU %.3g: want at most a quarter of it", cache, vsCPU, effect)
+				}
+				t.Logf("%s %s cache: max abs logit diff vs CPU backend %.3g (the type's effect: %.3g)", name, cache, vsCPU, effect)
 			})
 		}
 	}

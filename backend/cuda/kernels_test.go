@@ -109,6 +109,43 @@ func (p *pair) compare(name string, g, c backend.Buffer) {
 	}
 }
 
+// compareExact reads both buffers and requires the same bits.
+func (p *pair) compareExact(name string, g, c backend.Buffer) {
+	p.t.Helper()
+	got, want := make([]float32, g.Len()), make([]float32, c.Len())
+	p.g.Read(got, g)
+	p.c.Read(want, c)
+	if err := p.g.Sync(); err != nil {
+		p.t.Fatalf("%s: %v", name, err)
+	}
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			p.t.Errorf("%s: value %d is %g, cpu %g", name, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// cache makes a KV cache of rows rows of w values stored as typ on both
+// devices and writes vals into it a row at a time through Copy.
+func (p *pair) cache(typ tensor.Type, rows, w int, vals []float32) (g, c backend.Buffer) {
+	p.t.Helper()
+	g, err := p.g.AllocType(rows*w, typ)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	c, err = p.c.AllocType(rows*w, typ)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for r := range rows {
+		gs, cs := p.buf(vals[r*w : (r+1)*w])
+		p.g.Copy(g.Slice(r*w, w), gs)
+		p.c.Copy(c.Slice(r*w, w), cs)
+	}
+	return g, c
+}
+
 // compareIDs requires equal ids.
 func (p *pair) compareIDs(name string, g, c backend.IDs) {
 	p.t.Helper()
@@ -420,6 +457,89 @@ func TestKernels(t *testing.T) {
 				p.c.AttentionDecode(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
 				p.compare("AttentionDecode "+name, gd, cd)
 			}
+		}
+	})
+
+	t.Run("CacheTypes", func(t *testing.T) {
+		// Rows written through Copy into views of a cache, as the
+		// attention layers do, read back bit for bit as the CPU stores
+		// them; specials included: signed zeros, values that round to
+		// f16 subnormals, to zero and to infinity, and ties of f16 and
+		// of Q8_0's quants.
+		special := []float32{0, float32(math.Copysign(0, -1)), 1e-6, -3e-8, 7e-9, 70000, -1e6, 1 + 0x1p-11, 1 + 3*0x1p-11,
+			1 + 0x1p-8, 0.5, -2.5 / 127, 1e-30, 3.0e38, 65519, 65520}
+		for _, typ := range []tensor.Type{tensor.F16, tensor.BF16, tensor.Q8_0} {
+			const rows, w = 5, 64
+			vals := p.vec(rows*w, 0, 1)
+			copy(vals[w:], special)
+			// A Q8_0 block of scale 1 whose quants are ties: round away
+			// from zero.
+			copy(vals[2*w:], []float32{127, 2.5, -3.5, 0.5, -0.5, 126.5, -1.5})
+			gc, cc := p.cache(typ, rows, w, vals)
+			p.compareExact("Copy into "+typ.String(), gc, cc)
+			host := make([]float32, rows*w)
+			p.g.Read(host, gc)
+			if slices.Equal(host, vals) {
+				t.Errorf("%s: the cache holds the float32 values unconverted", typ)
+			}
+			// Write converts on the host, the same way.
+			p.g.Write(gc, vals)
+			p.c.Write(cc, vals)
+			p.compareExact("Write into "+typ.String(), gc, cc)
+		}
+		for _, typ := range []tensor.Type{tensor.F16, tensor.BF16, tensor.Q8_0} {
+			const T, pos0 = 5, 7
+			ip := backend.IndexerParams{Heads: 4, Dim: 32, TopK: 6}
+			gq, cq := p.buf(p.vec(T*ip.Heads*ip.Dim, 0, 1))
+			gw, cw := p.buf(p.vec(T*ip.Heads, 0, 0.5))
+			gk, ck := p.cache(typ, pos0+T, ip.Dim, p.vec((pos0+T)*ip.Dim, 0, 1))
+			gs, cs := p.ids(T * ip.TopK)
+			p.g.IndexerTopK(gs, gq, gw, gk, T, pos0, ip)
+			p.c.IndexerTopK(cs, cq, cw, ck, T, pos0, ip)
+			p.compareIDs("IndexerTopK keys "+typ.String(), gs, cs)
+
+			mp := backend.MLAParams{Heads: 2, DNope: 32, DRope: 8, DV: 32, KVRank: 56, Tau: 0.15, TopK: 5}
+			H, dn, dr, dv, kr := mp.Heads, mp.DNope, mp.DRope, mp.DV, mp.KVRank
+			nKV := pos0 + T
+			gkb, ckb := p.weight(p.randMatrix(tensor.Q8_0, H*kr, dn))
+			gvb, cvb := p.weight(p.randMatrix(tensor.F16, H*dv, kr)) // kr is not whole Q8_0 blocks
+			gmq, cmq := p.buf(p.vec(T*H*(dn+dr), 0, 0.3))
+			gl, cl := p.cache(typ, nKV, kr+dr, p.vec(nKV*(kr+dr), 0, 1))
+			sel := make([]int32, T*mp.TopK)
+			for i := range sel {
+				sel[i] = int32(i%mp.TopK) * 2 // keys 0, 2, …, 8: every query sees them
+			}
+			gsel, csel := p.ids(len(sel))
+			p.g.writeIDs(p.g.ids(gsel), sel)
+			copy(cpu.Int32(csel), sel)
+			for _, sparse := range []bool{false, true} {
+				name := "latent " + typ.String()
+				gsl, csl := backend.IDs(nil), backend.IDs(nil)
+				if sparse {
+					gsl, csl, name = gsel, csel, name+" sparse"
+				}
+				gd, cd := p.zeros(T * H * dv)
+				p.g.AttentionPrefill(gd, gmq, gl, gkb, gvb, gsl, T, pos0, mp)
+				p.c.AttentionPrefill(cd, cmq, cl, ckb, cvb, csl, T, pos0, mp)
+				p.compare("AttentionPrefill "+name, gd, cd)
+				p.g.AttentionDecode(gd, gmq, gl, gkb, gvb, gsl, T, pos0, mp)
+				p.c.AttentionDecode(cd, cmq, cl, ckb, cvb, csl, T, pos0, mp)
+				p.compare("AttentionDecode "+name, gd, cd)
+			}
+		}
+		// A cache buffer is no float32 buffer: an operation that is not
+		// one of the cache's readers refuses it.
+		gc, _ := p.cache(tensor.F16, 1, 64, p.vec(64, 0, 1))
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("Scale of an f16 cache buffer did not panic")
+				}
+			}()
+			p.g.Scale(gc, 2)
+		}()
+		if _, err := p.g.AllocType(64, tensor.Q4_K); err == nil {
+			t.Error("AllocType took Q4_K")
 		}
 	})
 

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/glmrun/glmrun/backend"
+	"github.com/glmrun/glmrun/tensor"
 )
 
 // mm queues dst = w·x for n activation rows with explicit strides and,
@@ -132,9 +133,18 @@ func (d *Device) Scale(x backend.Buffer, a float32) {
 	d.elementwise("scale_f32", x.Len(), d.ptr(x), a, i32(x.Len()))
 }
 
-// Copy copies src to dst.
+// Copy copies src to dst; into a KV cache of another type it converts as
+// tensor.Quantize does.
 func (d *Device) Copy(dst, src backend.Buffer) {
 	n := sameLen("Copy", d, dst, src)
+	if p, ty := d.cachePtr(dst); ty != int32(tensor.F32) {
+		units := n
+		if tensor.Type(ty) == tensor.Q8_0 {
+			units = n / 32 // one thread per block
+		}
+		d.elementwise("cache_store_f32", units, p, d.ptr(src), ty, i32(n))
+		return
+	}
 	d.elementwise("copy_f32", n, d.ptr(dst), d.ptr(src), i32(n))
 }
 
@@ -171,8 +181,9 @@ func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0
 	}
 	score := d.scratchF32("indexer.score", T*nKV)
 	rank := d.scratchIDs("indexer.rank", T*nKV)
+	kp, kty := d.cachePtr(keys)
 	d.run("indexer_scores_f32", dim3{cdiv(nKV, 128), uint32(T), 1}, dim3{128, 1, 1}, 0,
-		score.ptr, d.ptr(q), d.ptr(w), d.ptr(keys), i32(p.Heads), i32(p.Dim), i32(pos0), i32(nKV))
+		score.ptr, d.ptr(q), d.ptr(w), kp, kty, i32(p.Heads), i32(p.Dim), i32(pos0), i32(nKV))
 	d.run("topk_rows_i32", dim3{uint32(T), 1, 1}, dim3{256, 1, 1}, 0,
 		d.idsPtr(sel), rank.ptr, score.ptr, i32(nKV), i32(pos0), i32(p.TopK))
 }
@@ -186,6 +197,14 @@ func (d *Device) AttentionPrefill(kqv, q, latent backend.Buffer, kb, vb backend.
 	nKV := pos0 + T
 	kw, vw := d.weight(kb), d.weight(vb)
 	d.checkMLA("AttentionPrefill", kqv, q, latent, kw, vw, sel, T, nKV, p)
+	if lp, lty := d.cachePtr(latent); lty != int32(tensor.F32) {
+		// The prefill reads every row several times: once widened to
+		// float32 (as the CPU's prefill does) they are the float32 path's.
+		n := nKV * (kr + dr)
+		f := d.scratchF32("mla.latent", n)
+		d.elementwise("cache_load_f32", n, f.ptr, lp, lty, i32(n))
+		latent = f
+	}
 	// W_UK of this device's heads, dequantized: [H·kr, dn].
 	kbf := d.scratchF32("mla.kb", H*kr*dn)
 	d.run("get_rows_"+mmTypes[kw.typ], dim3{uint32(H * kr), 1, 1}, dim3{64, 1, 1}, 0,
@@ -217,8 +236,9 @@ func (d *Device) AttentionDecode(kqv, q, latent backend.Buffer, kb, vb backend.W
 	d.mm(qabs.ptr, d.ptr(q), kw, kr, T, H*(dn+dr), H*kr, H, dn+dr, kr)
 	oabs := d.scratchF32("mla.oabs", T*H*kr)
 	scores := d.scratchF32("mla.scores", T*H*nKV)
+	lp, lty := d.cachePtr(latent)
 	d.run("mla_decode_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
-		oabs.ptr, scores.ptr, qabs.ptr, d.ptr(q), d.ptr(latent), d.idsPtr(sel),
+		oabs.ptr, scores.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
 		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
 	// o_h = W_UV_h ô_h.
 	d.mm(d.ptr(kqv), oabs.ptr, vw, dv, T, H*kr, H*dv, H, kr, dv)

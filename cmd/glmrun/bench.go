@@ -158,7 +158,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printWarnings(stderr, "bench", warnings)
-	cacheType, err := cache.parse(*backendName)
+	cacheType, err := cache.parse()
 	if err != nil {
 		return err
 	}

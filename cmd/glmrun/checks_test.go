@@ -405,30 +405,27 @@ func TestParseDepths(t *testing.T) {
 	}
 }
 
-// TestCacheFlags: -ctk's default is the backend's (f16 on the CPU, f32 on
-// CUDA, which stores no other type yet), and -ctv must name the type -ctk
+// TestCacheFlags: -ctk's default is f16, and -ctv must name the type -ctk
 // gives.
 func TestCacheFlags(t *testing.T) {
 	for _, c := range []struct {
-		flags   cacheFlags
-		backend string
-		want    tensor.Type
-		err     string
+		flags cacheFlags
+		want  tensor.Type
+		err   string
 	}{
-		{cacheFlags{}, "cpu", tensor.F16, ""},
-		{cacheFlags{}, "cuda", tensor.F32, ""},
-		{cacheFlags{k: "Q8_0"}, "cpu", tensor.Q8_0, ""},
-		{cacheFlags{v: "f16"}, "cpu", tensor.F16, ""},
-		{cacheFlags{v: "f16"}, "cuda", 0, "-ctv f16 with -ctk f32"},
-		{cacheFlags{k: "bf16", v: "bf16"}, "cuda", tensor.BF16, ""},
-		{cacheFlags{k: "q4_0"}, "cpu", 0, `unknown KV cache type "q4_0"`},
+		{cacheFlags{}, tensor.F16, ""},
+		{cacheFlags{k: "Q8_0"}, tensor.Q8_0, ""},
+		{cacheFlags{v: "f16"}, tensor.F16, ""},
+		{cacheFlags{k: "f32", v: "f16"}, 0, "-ctv f16 with -ctk f32"},
+		{cacheFlags{k: "bf16", v: "bf16"}, tensor.BF16, ""},
+		{cacheFlags{k: "q4_0"}, 0, `unknown KV cache type "q4_0"`},
 	} {
-		got, err := c.flags.parse(c.backend)
+		got, err := c.flags.parse()
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%+v on %s: error %v, want %q", c.flags, c.backend, err, c.err)
+			t.Errorf("%+v: error %v, want %q", c.flags, err, c.err)
 		case c.err == "" && (err != nil || got != c.want):
-			t.Errorf("%+v on %s: %v, %v; want %v", c.flags, c.backend, got, err, c.want)
+			t.Errorf("%+v: %v, %v; want %v", c.flags, got, err, c.want)
 		}
 	}
 }

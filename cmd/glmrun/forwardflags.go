@@ -43,7 +43,7 @@ const forceUsage = "load a file whose metadata has keys that change the forward 
 
 // cacheTypeUsage is the help of -ctk (--cache-type-k), which every command
 // that runs the model has.
-const cacheTypeUsage = "KV cache `type`, llama.cpp's names: f16, bf16, q8_0 (half of f16's memory; rows of whole 32-value blocks) or f32 (the reference numbers); the latent and the DSA indexer keys are stored in it (default: f16, as llama.cpp's; f32 with --backend cuda, which stores no other type yet)"
+const cacheTypeUsage = "KV cache `type`, llama.cpp's names: f16, bf16, q8_0 (half of f16's memory; rows of whole 32-value blocks) or f32 (the reference numbers); the latent and the DSA indexer keys are stored in it (default: f16, as llama.cpp's)"
 
 // cacheFlags are -ctk and -ctv. MLA caches one latent that serves as both
 // keys and values, so -ctv is accepted (llama.cpp wants both for MLA
@@ -58,10 +58,10 @@ func (c *cacheFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.v, "cache-type-v", "", "same as -ctv `TYPE`")
 }
 
-// parse checks the values, for a model on backend: a usage error naming
-// the flag. No -ctk is the backend's default (model.DefaultCacheType).
-func (c *cacheFlags) parse(backend string) (tensor.Type, error) {
-	t := model.DefaultCacheType(backend)
+// parse checks the values: a usage error naming the flag. No -ctk is
+// model.DefaultCacheType.
+func (c *cacheFlags) parse() (tensor.Type, error) {
+	t := model.DefaultCacheType
 	if c.k != "" {
 		var err error
 		if t, err = attention.ParseCacheType(c.k); err != nil {
@@ -127,7 +127,7 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 	if err := checkDevices("--threads", ff.threads, ff.tp, ff.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if ff.cacheType, err = ff.cache.parse(ff.backend); err != nil {
+	if ff.cacheType, err = ff.cache.parse(); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {

@@ -125,7 +125,7 @@ func (g *genFlags) check() (warnings []string, err error) {
 	if err := checkDevices("-t (--threads)", g.threads, g.tp, g.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if _, err := g.cache.parse(g.backend); err != nil {
+	if _, err := g.cache.parse(); err != nil {
 		return nil, err
 	}
 	temp, topP, minP, rep := float32(g.temp), float32(g.topP), float32(g.minP), float32(g.repeatPen)

@@ -44,7 +44,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if *tp < 0 {
 		return fmt.Errorf("%w: --tp %d: want >= 0 (0: no tensor-parallel table)", errUsage, *tp)
 	}
-	cacheType, err := cache.parse("cpu")
+	cacheType, err := cache.parse()
 	if err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func (p *pplFlags) check() (warnings []string, err error) {
 	if err := checkDevices("-t (--threads)", p.threads, p.tp, p.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if p.cacheType, err = p.cache.parse(p.backend); err != nil {
+	if p.cacheType, err = p.cache.parse(); err != nil {
 		return nil, err
 	}
 	return warnings, nil

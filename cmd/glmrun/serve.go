@@ -83,7 +83,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		return err
 	}
 	printWarnings(stderr, "serve", warnings)
-	if _, err := cache.parse(backend); err != nil {
+	if _, err := cache.parse(); err != nil {
 		return err
 	}
 	if *specMTP < 0 || *specMTP > maxSpecDraft {

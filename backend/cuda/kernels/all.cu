@@ -4,6 +4,7 @@
 #include "norm.cu"
 #include "rope.cu"
 #include "elementwise.cu"
+#include "cache.cu"
 #include "softmax.cu"
 #include "router.cu"
 #include "indexer.cu"

@@ -1,20 +1,20 @@
 // indexer.cu: the DSA lightning indexer's scores and top-k selection
 // (docs/MATH.md section 6).
-#include "prelude.h"
+#include "cache.h"
 
 // indexer_scores_f32: score[t, p] = Σ_h w[t, h]·max(0, q[t, h]·k[p]) for
 // query t = blockIdx.y and key p ≤ pos0 + t (p from blockIdx.x, threadIdx.x);
-// q [T, Ih, Id], w [T, Ih], keys [nKV, Id], score [T, nKV]. The dots and
-// the sum run in the CPU's order, so scores match it bit for bit.
-KERNEL indexer_scores_f32(float *score, const float *q, const float *w, const float *keys, int Ih, int Id, int pos0,
-                          int nKV) {
+// q [T, Ih, Id], w [T, Ih], keys [nKV, Id] stored as cache type kty,
+// score [T, nKV]. The dots and the sum run in the CPU's order, so scores
+// match it bit for bit.
+KERNEL indexer_scores_f32(float *score, const float *q, const float *w, const u8 *keys, int kty, int Ih, int Id,
+                          int pos0, int nKV) {
 	int t = blockIdx.y, p = blockIdx.x * blockDim.x + threadIdx.x;
 	if (p > pos0 + t || p >= nKV)
 		return;
-	const float *k = keys + (u64)p * Id;
 	float sum = 0;
 	for (int h = 0; h < Ih; h++) {
-		float d = dot4(q + ((u64)t * Ih + h) * Id, k, Id);
+		float d = dot4_cache(q + ((u64)t * Ih + h) * Id, keys, kty, (u64)p * Id, Id);
 		if (d > 0)
 			sum += w[(u64)t * Ih + h] * d;
 	}

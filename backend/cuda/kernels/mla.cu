@@ -3,7 +3,7 @@
 // through attn_k_b / attn_v_b are mm_* launches; these kernels do the
 // parts between them. Scores, softmax and the weighted sums run in the
 // CPU backend's order.
-#include "prelude.h"
+#include "cache.h"
 
 // key_count returns how many keys query t sees: the entries of its
 // selection row before the first −1, or n without a selection.
@@ -62,9 +62,9 @@ KERNEL mla_prefill_f32(float *kqv, float *scores, const float *q, const float *k
 GLM_REGISTER(mla_prefill_f32)
 
 // mla_decode_f32: the absorbed form: query t, head h scores the latent
-// rows with τ·(q̃·c + q_pe·k_pe), q̃ = qabs [T, H, kr], and writes Σ a·c
-// to oabs [T, H, kr].
-KERNEL mla_decode_f32(float *oabs, float *scores, const float *qabs, const float *q, const float *lat,
+// rows (stored as cache type lty) with τ·(q̃·c + q_pe·k_pe), q̃ = qabs
+// [T, H, kr], and writes Σ a·c to oabs [T, H, kr].
+KERNEL mla_decode_f32(float *oabs, float *scores, const float *qabs, const float *q, const u8 *lat, int lty,
                       const int *sel, int H, int dn, int dr, int kr, int pos0, int nKV, int topk, float tau) {
 	int t = blockIdx.x, h = blockIdx.y, w = kr + dr;
 	const int *keys = sel ? sel + (u64)t * topk : 0;
@@ -74,8 +74,8 @@ KERNEL mla_decode_f32(float *oabs, float *scores, const float *qabs, const float
 	const float *qpe = q + ((u64)t * H + h) * (dn + dr) + dn;
 	for (int i = threadIdx.x; i < nk; i += blockDim.x) {
 		int p = keys ? keys[i] : i;
-		const float *row = lat + (u64)p * w;
-		sc[i] = tau * (dot4(qa, row, kr) + dot4(qpe, row + kr, dr));
+		u64 row = (u64)p * w;
+		sc[i] = tau * (dot4_cache(qa, lat, lty, row, kr) + dot4_cache(qpe, lat, lty, row + kr, dr));
 	}
 	__syncthreads();
 	softmax_block(sc, nk);
@@ -83,7 +83,7 @@ KERNEL mla_decode_f32(float *oabs, float *scores, const float *qabs, const float
 		float o = 0;
 		for (int i = 0; i < nk; i++) {
 			int p = keys ? keys[i] : i;
-			o += sc[i] * lat[(u64)p * w + j];
+			o += sc[i] * cache_at(lat, lty, (u64)p * w + j);
 		}
 		oabs[((u64)t * H + h) * kr + j] = o;
 	}
