@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/internal/mmap"
@@ -293,10 +294,11 @@ func BenchmarkFastMatMul(b *testing.B) {
 // the weights one token of the bench shape reads), the regime of decode,
 // where BenchmarkFastMatMul's 2048x2048 fits in L2/L3. The rows are copies
 // of 512 quantized random rows. stream/tN is the yardstick, in the same
-// run: N goroutines reading a buffer of the same size with vector loads
-// (streamRead), a plain read of the bytes a product must read, so that kernel GB/s over stream GB/s says how
-// close decode comes to the memory wall. The kernels prefetch ahead and
-// memmove does not, so a kernel may beat it: it bounds the wall from below.
+// run: N goroutines summing the 8-byte words of a buffer of the same size
+// (streamRead: loads only, four independent sums, far more loads a cycle
+// than DRAM can feed), so that kernel GB/s over stream GB/s says how close
+// decode comes to the memory wall. On shared machines the wall itself
+// moves from minute to minute, hence the same run.
 // Types the CPU repacks run once more on the repacked copy (…/packed/tN,
 // its bytes counted).
 func BenchmarkDecodeMatMul(b *testing.B) {
@@ -320,17 +322,17 @@ func BenchmarkDecodeMatMul(b *testing.B) {
 		for _, workers := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/t%d", src.name, workers), func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
-				bufs := make([][]byte, workers)
-				for w := range bufs {
-					bufs[w] = make([]byte, 32<<10)
-				}
+				sums := make([]uint64, workers)
 				for b.Loop() {
 					var wg sync.WaitGroup
 					part := len(data) / workers
 					for w := range workers {
-						wg.Go(func() { streamRead(data[w*part:(w+1)*part], bufs[w]) })
+						wg.Go(func() { sums[w] += streamRead(data[w*part : (w+1)*part]) })
 					}
 					wg.Wait()
+				}
+				if sums[0] == 1 {
+					b.Log("") // keeps the sums alive
 				}
 			})
 		}
@@ -614,13 +616,18 @@ func randomBlocks(t *testing.T, r *rand.Rand, typ tensor.Type, rows, cols int) b
 	return m
 }
 
-// streamRead reads d through the runtime's memmove (vector loads) into a
-// buffer that stays in the L1/L2 cache: the fastest plain read of d's
-// bytes Go offers.
-func streamRead(d, buf []byte) {
-	for off := 0; off < len(d); off += len(buf) {
-		copy(buf, d[off:])
+// streamRead returns the sum of d's 8-byte words (len(d) a multiple of
+// 32): a plain read of every byte, its loads independent of each other.
+func streamRead(d []byte) uint64 {
+	w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(d))), len(d)/8)
+	var a, b, c, e uint64
+	for i := 0; i+4 <= len(w); i += 4 {
+		a += w[i]
+		b += w[i+1]
+		c += w[i+2]
+		e += w[i+3]
 	}
+	return a + b + c + e
 }
 
 // TestMulRows4: four rows times a matrix agree with the plain loops within
