@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/glmrun/glmrun/backend"
@@ -47,18 +46,10 @@ type LatentCache struct {
 // zeroChunk is the most values NewLatentCache zeroes with one Write.
 const zeroChunk = 1 << 16
 
-// cacheTypes are the element types a LatentCache may store (see
-// CacheTypes).
-var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
-
-// CacheTypes returns the element types a LatentCache may store: f32, f16,
-// bf16 and q8_0, by llama.cpp's --cache-type-k names.
-func CacheTypes() []tensor.Type { return slices.Clone(cacheTypes[:]) }
-
 // ParseCacheType returns the cache type named name (llama.cpp's
 // --cache-type-k names: f32, f16, bf16, q8_0).
 func ParseCacheType(name string) (tensor.Type, error) {
-	for _, t := range cacheTypes {
+	for _, t := range backend.CacheTypes() {
 		if strings.EqualFold(name, CacheTypeName(t)) {
 			return t, nil
 		}
@@ -70,7 +61,7 @@ func ParseCacheType(name string) (tensor.Type, error) {
 func CacheTypeName(t tensor.Type) string { return strings.ToLower(t.String()) }
 
 // NewLatentCache returns an empty cache on dev for layers layers of size
-// positions, its rows stored as typ (one of CacheTypes()), allocating all
+// positions, its rows stored as typ (one of backend.CacheTypes()), allocating all
 // of its device memory. indexDims[l] is the indexer key width of layer l
 // (0 for a layer without indexer); indexDims may be nil. A row width that
 // is not whole blocks of typ is an error naming both; an allocation error
@@ -83,7 +74,7 @@ func NewLatentCache(dev backend.Device, layers, size, kvRank, dRope int, indexDi
 	if indexDims != nil && len(indexDims) != layers {
 		return nil, fmt.Errorf("attention: %d indexer widths for %d layers", len(indexDims), layers)
 	}
-	if !slices.Contains(cacheTypes[:], typ) {
+	if !backend.IsCacheType(typ) {
 		return nil, fmt.Errorf("attention: %s is not a KV cache type (f32, f16, bf16 or q8_0)", typ)
 	}
 	widest := kvRank + dRope

@@ -34,7 +34,7 @@ type SessionOptions struct {
 	Hook        Hook   // optional activation hook
 	IDHook      IDHook // optional decision hook
 	// CacheType is the element type of the KV cache's rows (latent and
-	// indexer keys): one of attention.CacheTypes(). The zero value is
+	// indexer keys): one of backend.CacheTypes(). The zero value is
 	// tensor.F32, float32 rows (the numbers llama.cpp gives with
 	// --cache-type-k f32); F16, BF16 and Q8_0 store each row converted as
 	// llama.cpp's cache types do, in 1/2 and 17/64 of the memory.

@@ -75,7 +75,7 @@ func TestSparseDecodeAllocs(t *testing.T) {
 	kb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.KVRank*p.DNope), p.Heads*p.KVRank, p.DNope)
 	vb := quantMatrix(t, tensor.Q8_0, randVec(r, p.Heads*p.DV*p.KVRank), p.Heads*p.DV, p.KVRank)
 	const depth, ih, id = 100, 4, 64
-	for _, typ := range cacheTypes {
+	for _, typ := range backend.CacheTypes() {
 		d := NewFastDevice(0, 2, 0)
 		kbW, _ := d.Upload(kb)
 		vbW, _ := d.Upload(vb)

@@ -29,25 +29,15 @@ func (b *cacheBuf) Slice(off, n int) backend.Buffer {
 	return &cacheBuf{t: b.t, n: n, data: b.data[lo:hi:hi]}
 }
 
-// cacheTypes are the element types AllocType takes.
-var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
-
 // AllocType returns a new zeroed buffer of n values stored as t, one of
-// F32, F16, BF16 or Q8_0 (n a whole number of t's blocks).
+// backend.CacheTypes() (n a whole number of t's blocks).
 func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
-	switch t {
-	case tensor.F32:
-		return d.Alloc(n)
-	case tensor.F16, tensor.BF16, tensor.Q8_0:
-	default:
-		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, cacheTypes)
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
-	}
-	size, err := t.RowSize(int64(n))
+	size, err := backend.CacheBytes(n, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	if t == tensor.F32 {
+		return d.Alloc(n)
 	}
 	if err := d.reserveBuffer(size); err != nil {
 		return nil, err

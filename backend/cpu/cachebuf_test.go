@@ -63,7 +63,7 @@ func TestCacheTypes(t *testing.T) {
 	latVals, keyVals := randVec(r, (pos0+T)*w), randVec(r, (pos0+T)*id)
 	iq, iw := randVec(r, T*ih*id), randVec(r, T*ih)
 	ip := backend.IndexerParams{Heads: ih, Dim: id, TopK: p.TopK}
-	for _, typ := range cacheTypes[1:] {
+	for _, typ := range backend.CacheTypes()[1:] {
 		for _, fast := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/fast=%v", typ, fast), func(t *testing.T) {
 				d := NewDevice(0, 2, 0)
@@ -155,7 +155,7 @@ func TestAllocTypeErrors(t *testing.T) {
 // BenchmarkConvertRow converts one GLM-5 latent row (576 values) from each
 // cache type to float32.
 func BenchmarkConvertRow(b *testing.B) {
-	for _, typ := range cacheTypes[1:] {
+	for _, typ := range backend.CacheTypes()[1:] {
 		size, _ := typ.RowSize(576)
 		src := make([]byte, size)
 		dst := make([]float32, 576)

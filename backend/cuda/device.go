@@ -217,23 +217,12 @@ func (d *Device) Alloc(n int) (backend.Buffer, error) {
 	return &buffer{d: d, ptr: a.ptr, n: n, base: a}, nil
 }
 
-// cacheTypes are the element types AllocType takes.
-var cacheTypes = [...]tensor.Type{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0}
-
-// AllocType returns a zeroed buffer of n values stored as t, one of F32,
-// F16, BF16 or Q8_0 (n a whole number of t's blocks): a KV cache that
+// AllocType returns a zeroed buffer of n values stored as t, one of
+// backend.CacheTypes() (n a whole number of t's blocks): a KV cache that
 // Copy writes from float32 rows and the attention and the indexer read in
 // place.
 func (d *Device) AllocType(n int, t tensor.Type) (backend.Buffer, error) {
-	switch t {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0:
-	default:
-		return nil, fmt.Errorf("%s: buffers of type %s are not supported (%v)", d.Name(), t, cacheTypes)
-	}
-	if n < 0 {
-		return nil, fmt.Errorf("%s: negative buffer size %d", d.Name(), n)
-	}
-	size, err := t.RowSize(int64(n))
+	size, err := backend.CacheBytes(n, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
 	}

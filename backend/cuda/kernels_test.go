@@ -92,15 +92,23 @@ func (p *pair) weight(m backend.Matrix) (g, c backend.Weight) {
 	return g, c
 }
 
-// compare reads both buffers and records the relative error under name.
-func (p *pair) compare(name string, g, c backend.Buffer) {
+// read returns the values of both buffers (a fault on the CUDA device
+// ends the test).
+func (p *pair) read(name string, g, c backend.Buffer) (got, want []float32) {
 	p.t.Helper()
-	got, want := make([]float32, g.Len()), make([]float32, c.Len())
+	got, want = make([]float32, g.Len()), make([]float32, c.Len())
 	p.g.Read(got, g)
 	p.c.Read(want, c)
 	if err := p.g.Sync(); err != nil {
 		p.t.Fatalf("%s: %v", name, err)
 	}
+	return got, want
+}
+
+// compare reads both buffers and records the relative error under name.
+func (p *pair) compare(name string, g, c backend.Buffer) {
+	p.t.Helper()
+	got, want := p.read(name, g, c)
 	e := relErr(got, want)
 	p.err[name] = max(p.err[name], e)
 	if !(e <= maxRel) {
@@ -109,15 +117,40 @@ func (p *pair) compare(name string, g, c backend.Buffer) {
 	}
 }
 
+// selection uploads the key selection sel to both devices.
+func (p *pair) selection(sel []int32) (g, c backend.IDs) {
+	g, c = p.ids(len(sel))
+	p.g.writeIDs(p.g.ids(g), sel)
+	copy(cpu.Int32(c), sel)
+	return g, c
+}
+
+// compareAttention runs both forms of attention on both devices, every
+// key visible and then with the selection gs/cs, and compares them under
+// name.
+func (p *pair) compareAttention(name string, T, pos0 int, mp backend.MLAParams, gq, cq, gl, cl backend.Buffer,
+	gkb, ckb, gvb, cvb backend.Weight, gs, cs backend.IDs) {
+	p.t.Helper()
+	for _, sparse := range []bool{false, true} {
+		var gsel, csel backend.IDs
+		n := name
+		if sparse {
+			gsel, csel, n = gs, cs, name+" sparse"
+		}
+		gd, cd := p.zeros(T * mp.Heads * mp.DV)
+		p.g.AttentionPrefill(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
+		p.c.AttentionPrefill(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
+		p.compare("AttentionPrefill "+n, gd, cd)
+		p.g.AttentionDecode(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
+		p.c.AttentionDecode(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
+		p.compare("AttentionDecode "+n, gd, cd)
+	}
+}
+
 // compareExact reads both buffers and requires the same bits.
 func (p *pair) compareExact(name string, g, c backend.Buffer) {
 	p.t.Helper()
-	got, want := make([]float32, g.Len()), make([]float32, c.Len())
-	p.g.Read(got, g)
-	p.c.Read(want, c)
-	if err := p.g.Sync(); err != nil {
-		p.t.Fatalf("%s: %v", name, err)
-	}
+	got, want := p.read(name, g, c)
 	for i := range want {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 			p.t.Errorf("%s: value %d is %g, cpu %g", name, i, got[i], want[i])
@@ -440,23 +473,8 @@ func TestKernels(t *testing.T) {
 					sel[t*mp.TopK+n] = -1
 				}
 			}
-			gs, cs := p.ids(len(sel))
-			p.g.writeIDs(p.g.ids(gs), sel)
-			copy(cpu.Int32(cs), sel)
-			for _, sparse := range []bool{false, true} {
-				var gsel, csel backend.IDs
-				name := typ.String()
-				if sparse {
-					gsel, csel, name = gs, cs, name+" sparse"
-				}
-				gd, cd := p.zeros(T * H * dv)
-				p.g.AttentionPrefill(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
-				p.c.AttentionPrefill(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
-				p.compare("AttentionPrefill "+name, gd, cd)
-				p.g.AttentionDecode(gd, gq, gl, gkb, gvb, gsel, T, pos0, mp)
-				p.c.AttentionDecode(cd, cq, cl, ckb, cvb, csel, T, pos0, mp)
-				p.compare("AttentionDecode "+name, gd, cd)
-			}
+			gs, cs := p.selection(sel)
+			p.compareAttention(typ.String(), T, pos0, mp, gq, cq, gl, cl, gkb, ckb, gvb, cvb, gs, cs)
 		}
 	})
 
@@ -509,23 +527,8 @@ func TestKernels(t *testing.T) {
 			for i := range sel {
 				sel[i] = int32(i%mp.TopK) * 2 // keys 0, 2, …, 8: every query sees them
 			}
-			gsel, csel := p.ids(len(sel))
-			p.g.writeIDs(p.g.ids(gsel), sel)
-			copy(cpu.Int32(csel), sel)
-			for _, sparse := range []bool{false, true} {
-				name := "latent " + typ.String()
-				gsl, csl := backend.IDs(nil), backend.IDs(nil)
-				if sparse {
-					gsl, csl, name = gsel, csel, name+" sparse"
-				}
-				gd, cd := p.zeros(T * H * dv)
-				p.g.AttentionPrefill(gd, gmq, gl, gkb, gvb, gsl, T, pos0, mp)
-				p.c.AttentionPrefill(cd, cmq, cl, ckb, cvb, csl, T, pos0, mp)
-				p.compare("AttentionPrefill "+name, gd, cd)
-				p.g.AttentionDecode(gd, gmq, gl, gkb, gvb, gsl, T, pos0, mp)
-				p.c.AttentionDecode(cd, cmq, cl, ckb, cvb, csl, T, pos0, mp)
-				p.compare("AttentionDecode "+name, gd, cd)
-			}
+			gsel, csel := p.selection(sel)
+			p.compareAttention("latent "+typ.String(), T, pos0, mp, gmq, cmq, gl, cl, gkb, ckb, gvb, cvb, gsel, csel)
 		}
 		// A cache buffer is no float32 buffer: an operation that is not
 		// one of the cache's readers refuses it.

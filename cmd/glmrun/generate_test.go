@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/tensor"
 )
 
@@ -26,17 +26,8 @@ type genRef struct {
 
 func readGenRef(t *testing.T, model string) (text string, prompt, greedy []int32) {
 	t.Helper()
-	f, err := os.Open("../../testdata/refs/" + model + ".deq-F32.P1.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref genRef
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
+	if err := json.Unmarshal(testmodels.Ref(t, model+".deq-F32.P1"), &ref); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range ref.Greedy {

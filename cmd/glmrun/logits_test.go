@@ -2,28 +2,19 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/glmrun/glmrun/internal/testmodels"
 )
 
 // TestLogits runs "glmrun logits" on glm5-mini with the P1 prompt, in both
 // paths, and checks the JSON against llama.cpp's deq-F32 reference.
 func TestLogits(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "refs", "glm5-mini.Q8_0.deq-F32.P1.json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref struct {
 		Prompt       []int32 `json:"prompt"`
 		PromptLogits []struct {
@@ -31,7 +22,7 @@ func TestLogits(t *testing.T) {
 			Logits []float32   `json:"logits"`
 		} `json:"prompt_logits"`
 	}
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
+	if err := json.Unmarshal(testmodels.Ref(t, "glm5-mini.Q8_0.deq-F32.P1"), &ref); err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]string, len(ref.Prompt))

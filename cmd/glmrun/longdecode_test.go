@@ -1,13 +1,12 @@
 package main
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model"
 )
 
@@ -52,7 +51,7 @@ func TestLongDecodeMatchesLlamaCpp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 6144-token prefill at GLM-5's attention widths")
 	}
-	ref := readDecodeRef(t, filepath.Join("..", "..", "testdata", "refs", "glm-dsa-widths.decode-ref.json.gz"))
+	ref := readDecodeRef(t, "glm-dsa-widths.decode-ref")
 	path := filepath.Join(t.TempDir(), "glm-dsa-widths.gguf")
 	if code, _, errs := runCLI(t, append([]string{"synth", "-o", path}, glmDSAWidths...)...); code != 0 {
 		t.Fatalf("synth: exit %d: %s", code, errs)
@@ -112,23 +111,14 @@ func longDecodeDiffs(t *testing.T, path string, ref *decodeRef) (maxD, meanD flo
 	return maxD, sum / float64(n)
 }
 
-func readDecodeRef(t *testing.T, path string) *decodeRef {
+func readDecodeRef(t *testing.T, name string) *decodeRef {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref decodeRef
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := json.Unmarshal(testmodels.Ref(t, name), &ref); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	if len(ref.Prompt) == 0 || len(ref.Steps) == 0 || len(ref.Steps[0].Top) == 0 {
-		t.Fatalf("%s: %d prompt tokens, %d steps: nothing to compare", path, len(ref.Prompt), len(ref.Steps))
+		t.Fatalf("%s: %d prompt tokens, %d steps: nothing to compare", name, len(ref.Prompt), len(ref.Steps))
 	}
 	return &ref
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/glmrun/glmrun/gguf"
+	"github.com/glmrun/glmrun/internal/testmodels"
 	"github.com/glmrun/glmrun/model/tokenizer"
 )
 
@@ -57,20 +57,11 @@ func runTok(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // text is the concatenation of the ref's prompt_pieces).
 func goldenP1(t *testing.T) (string, string) {
 	t.Helper()
-	f, err := os.Open("../../testdata/refs/glm5-mini.Q8_0.deq-F32.P1.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ref struct {
 		Prompt       []int32  `json:"prompt"`
 		PromptPieces []string `json:"prompt_pieces"`
 	}
-	if err := json.NewDecoder(zr).Decode(&ref); err != nil {
+	if err := json.Unmarshal(testmodels.Ref(t, "glm5-mini.Q8_0.deq-F32.P1"), &ref); err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]string, len(ref.Prompt))

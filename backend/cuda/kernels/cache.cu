@@ -9,15 +9,9 @@
 KERNEL cache_store_f32(u8 *dst, const float *src, int ty, int n) {
 	switch (ty) {
 	case CACHE_F16:
-		FOR_EACH_UNIT(i, n) {
-			u16 h = float_to_half(src[i]);
-			dst[2 * i] = (u8)h;
-			dst[2 * i + 1] = (u8)(h >> 8);
-		}
-		break;
 	case CACHE_BF16:
 		FOR_EACH_UNIT(i, n) {
-			u16 h = float_to_bf16(src[i]);
+			u16 h = ty == CACHE_F16 ? float_to_half(src[i]) : float_to_bf16(src[i]);
 			dst[2 * i] = (u8)h;
 			dst[2 * i + 1] = (u8)(h >> 8);
 		}
