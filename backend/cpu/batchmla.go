@@ -36,10 +36,26 @@ func (d *Device) AttentionDecodeBatch(kqvB, qB backend.Buffer, latents []backend
 	clear(sels)
 }
 
-// attendQueries runs batchAttnTask for n = len(lats) queries: query i at
-// position pos[i] over latent rows lats[i] with selection sels[i] (nil:
-// every row), q [n, Heads, dn+dr], kqv [n, Heads·dv].
+// attendQueryBlock is the most queries one batchAttnTask takes: its
+// scratch holds q̃ and ô of every query and head (4·H·(2kr+dr) bytes a
+// query, 288 KB at GLM-5's shapes), which a prompt's 512 queries would
+// make 150 MB.
+const attendQueryBlock = 64
+
+// attendQueries runs batchAttnTask for n = len(lats) queries, at most
+// attendQueryBlock at a time: query i at position pos[i] over latent rows
+// lats[i] with selection sels[i] (nil: every row), q [n, Heads, dn+dr],
+// kqv [n, Heads·dv].
 func (d *Device) attendQueries(kqv, q []float32, lats []rows, sels [][]int32, pos []int, kb, vb backend.Matrix, p backend.MLAParams) {
+	H, dq, dv := p.Heads, p.DNope+p.DRope, p.DV
+	for i0 := 0; i0 < len(lats); i0 += attendQueryBlock {
+		i1 := min(i0+attendQueryBlock, len(lats))
+		d.attendQueryRange(kqv[i0*H*dv:i1*H*dv], q[i0*H*dq:i1*H*dq], lats[i0:i1], sels[i0:i1], pos[i0:i1], kb, vb, p)
+	}
+}
+
+// attendQueryRange is attendQueries for one block of queries.
+func (d *Device) attendQueryRange(kqv, q []float32, lats []rows, sels [][]int32, pos []int, kb, vb backend.Matrix, p backend.MLAParams) {
 	n := len(lats)
 	if n == 0 {
 		return

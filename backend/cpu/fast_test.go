@@ -115,6 +115,9 @@ func TestFastAttention(t *testing.T) {
 	// A prompt from an empty cache, more queries than a key tile and not
 	// a multiple of four (the decompressed form's last block overlaps).
 	t.Run("heads8/T70/pos0", func(t *testing.T) { fastAttentionCase(t, 8, 70, 0, false) })
+	// More queries than attendQueryBlock: the blocks' queries get what
+	// each gets alone too.
+	t.Run("heads8/T70/pos30/invariant", func(t *testing.T) { fastAttentionCase(t, 8, 70, 30, true) })
 }
 
 func fastAttentionCase(t *testing.T, heads, T, pos0 int, invariant bool) {
