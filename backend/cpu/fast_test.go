@@ -306,9 +306,9 @@ func BenchmarkFastMatMul(b *testing.B) {
 // its bytes counted).
 func BenchmarkDecodeMatMul(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
-	// The read rate of plain copies, from the Go heap (as the file's
-	// layout is read) and from memory in huge pages (as repacked copies
-	// are, see packedMemory).
+	// The plain read rate, of the Go heap (where the file's layout is
+	// read) and of memory in huge pages (where repacked copies are, see
+	// packedMemory).
 	huge, err := mmap.Anonymous(512 << 20)
 	if err != nil {
 		b.Fatal(err)

@@ -384,26 +384,29 @@ func (d *Device) Read(dst []float32, src backend.Buffer) {
 		return
 	}
 	if !d.faulted() {
-		if b.t != tensor.F32 {
-			data := make([]byte, b.bytes())
-			err := d.g.dtoh(unsafe.Pointer(&data[0]), b.ptr, int64(len(data)))
-			if err == nil {
-				err = tensor.Dequantize(b.t, data, dst)
-			}
-			if err == nil {
-				return
-			}
-			d.fail(err)
-		} else if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
+		err := d.readValues(dst, b)
+		if err == nil {
 			return
-		} else {
-			d.fail(err)
 		}
+		d.fail(err)
 	}
 	nan := float32(math.NaN())
 	for i := range dst {
 		dst[i] = nan
 	}
+}
+
+// readValues copies b's values to dst, widening a cache type's as
+// tensor.Dequantize does.
+func (d *Device) readValues(dst []float32, b *buffer) error {
+	if b.t == tensor.F32 {
+		return d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst)))
+	}
+	data := make([]byte, b.bytes())
+	if err := d.g.dtoh(unsafe.Pointer(&data[0]), b.ptr, int64(len(data))); err != nil {
+		return err
+	}
+	return tensor.Dequantize(b.t, data, dst)
 }
 
 // ReadIDs copies src to dst (−1 everywhere after a fault).

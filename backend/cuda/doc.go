@@ -24,11 +24,11 @@
 // in attention and the indexer), so results agree within float rounding.
 // KV caches (AllocType) are f32, f16, bf16 or Q8_0, rounded as package
 // tensor rounds and read in place by decode and the indexer (the prefill
-// widens them to float32 once per call). Known limits: products run in f32 on CUDA cores (no mma.sync yet); the
-// MoE dispatch reads the routing ids back to the host; the DSA and router
-// top-k rank by counting (quadratic in the number of keys); collectives
-// stage through host memory (no NCCL or peer copies yet); Config.Fast is
-// ignored.
+// widens them to float32 once per call). Known limits: products run in
+// f32 on CUDA cores (no mma.sync yet); the MoE dispatch reads the routing
+// ids back to the host; the DSA and router top-k rank by counting
+// (quadratic in the number of keys); collectives stage through host
+// memory (no NCCL or peer copies yet); Config.Fast is ignored.
 package cuda
 
 //go:generate sh gen.sh
