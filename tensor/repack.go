@@ -46,9 +46,14 @@ import (
 // a cache line: the loads are not what limits these kernels).
 
 // Q6_K, for each of eight rows r and 16-element sub-blocks s: d[r] as
-// float32 ×8 · scale[s][r] int8 ×128 · low bits ×1024: for half h, part
-// j and slice g, row r's ql[64h+32j+4g … +3] at 160 + 512h + 256j + 32g +
-// 4r · high bits ×512: row r's qh[32h+4g … +3] at 1184 + 256h + 32g + 4r.
+// float32 ×8 · scale[s][r] int8 ×128, the pairs of sub-blocks 2i, 2i+1
+// side by side (scale[2i+j][r] at 32 + 16i + 2r + j) · quants ×1536: sub-block
+// s in three 32-byte slices at 160 + 96s + 32v (v = 0, 1, 2), row r's
+// byte 4r + e holding its 6-bit quant of element 16s + 4v + e in bits 0-5
+// and bits 2v, 2v+1 of its quant of element 16s + 12 + e in bits 6-7. The
+// fourth group of a sub-block is thus spread over the other three, which
+// costs its decoding a few shifts instead of a second load and a merge per
+// group (the file's layout keeps each quant's low and high bits apart).
 
 // PackRows is the number of weight rows a repacked group interleaves.
 const PackRows = 8
@@ -334,19 +339,6 @@ var (
 	q80Slices = func() (m sliceMap) {
 		for g := range 8 {
 			m.add(q8PackedAt(0, 4*g), 2+4*g)
-		}
-		return m
-	}()
-	q6kSlices = func() (m sliceMap) {
-		for h := range 2 {
-			for j := range 2 {
-				for g := range 8 {
-					m.add(160+512*h+256*j+32*g, 64*h+32*j+4*g)
-				}
-			}
-			for g := range 8 {
-				m.add(1184+256*h+32*g, 128+32*h+4*g)
-			}
 		}
 		return m
 	}()
@@ -642,24 +634,65 @@ func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
 	return acc
 }
 
+// q6kQuants decodes a Q6_K block's 256 unsigned 6-bit quants (value =
+// d·scale·(q − 32)).
+func q6kQuants(x []byte) (q [256]byte) {
+	for e := range q {
+		h, k, l := e/128, e%128/32, e%32
+		lo := x[64*h+32*(k%2)+l] >> (4 * (k / 2)) & 15
+		hi := x[128+32*h+l] >> (2 * k) & 3
+		q[e] = lo | hi<<4
+	}
+	return q
+}
+
+// q6kPackedAt is the byte of a packed Q6_K block that holds row r's
+// quant of element 16s + 4v + e (v < 3), and bits 2v, 2v+1 of its element
+// 16s + 12 + e.
+func q6kPackedAt(r, s, v, e int) int { return 160 + 96*s + 32*v + 4*r + e }
+
 // packQ6KBlock interleaves one Q6_K block of each of eight rows.
 func packQ6KBlock(dst []byte, rows [PackRows][]byte) {
 	for r, x := range rows {
 		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(dotF16At(x, 208)))
-		for s := range 16 {
-			dst[32+8*s+r] = x[192+s]
+		for i := range 8 {
+			dst[32+16*i+2*r] = x[192+2*i]
+			dst[32+16*i+2*r+1] = x[192+2*i+1]
 		}
-		q6kSlices.pack(dst, x, r)
+		q := q6kQuants(x)
+		for s := range 16 {
+			for v := range 3 {
+				for e := range 4 {
+					dst[q6kPackedAt(r, s, v, e)] = q[16*s+4*v+e] | (q[16*s+12+e]>>(2*v)&3)<<6
+				}
+			}
+		}
 	}
 }
 
 // unpackQ6KRow rebuilds row r's Q6_K block from a packed one.
 func unpackQ6KRow(dst, src []byte, r int) {
 	binary.LittleEndian.PutUint16(dst[208:], F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(src[4*r:]))))
-	for s := range 16 {
-		dst[192+s] = src[32+8*s+r]
+	for i := range 8 {
+		dst[192+2*i] = src[32+16*i+2*r]
+		dst[192+2*i+1] = src[32+16*i+2*r+1]
 	}
-	q6kSlices.unpack(dst, src, r)
+	var q [256]byte
+	for s := range 16 {
+		for v := range 3 {
+			for e := range 4 {
+				b := src[q6kPackedAt(r, s, v, e)]
+				q[16*s+4*v+e] = b & 63
+				q[16*s+12+e] |= (b >> 6) << (2 * v)
+			}
+		}
+	}
+	clear(dst[:192])
+	for e, x := range q {
+		h, k, l := e/128, e%128/32, e%32
+		dst[64*h+32*(k%2)+l] |= (x & 15) << (4 * (k / 2))
+		dst[128+32*h+l] |= (x >> 4) << (2 * k)
+	}
 }
 
 // gemmQ6KR8Generic is the pure-Go product of one group of eight repacked
@@ -675,17 +708,18 @@ func gemmQ6KR8Generic(x []byte, nb int, y []byte) [8]float32 {
 		for r := range PackRows {
 			var sum int32
 			for s := range 16 {
-				h, k, half := s/8, s%8/2, s%2
 				var dot int32
-				for l := 16 * half; l < 16*half+16; l++ {
-					g, i := l/4, l%4
-					lo := xb[160+512*h+256*(k%2)+32*g+4*r+i] >> (4 * (k / 2)) & 15
-					hi := xb[1184+256*h+32*g+4*r+i] >> (2 * k) & 3
-					q := int32(lo | hi<<4)
-					dot += q * int32(int8(yb[4+128*h+32*k+l]))
+				for e := range 4 {
+					var fourth byte
+					for v := range 3 {
+						q := xb[q6kPackedAt(r, s, v, e)]
+						dot += int32(q&63) * int32(int8(yb[4+16*s+4*v+e]))
+						fourth |= (q >> 6) << (2 * v)
+					}
+					dot += int32(fourth) * int32(int8(yb[4+16*s+12+e]))
 				}
 				bs := int32(int16(binary.LittleEndian.Uint16(yb[260+2*s:])))
-				sum += int32(int8(xb[32+8*s+r])) * (dot - 32*bs)
+				sum += int32(int8(xb[32+16*(s/2)+2*r+s%2])) * (dot - 32*bs)
 			}
 			d := math.Float32frombits(binary.LittleEndian.Uint32(xb[4*r:]))
 			acc[r] += float32(float32(sum) * float32(d*dy))

@@ -207,50 +207,101 @@ GLOBL r8Dup<>(SB), RODATA|NOPTR, $32
 	PREFETCHT0 (DOTPF+256)(SI)
 
 // Products of repacked Q6_K groups: eight rows' blocks of 256, their d as
-// float32 at 0, the scales scale[s][r] (int8) at 32 + 8s + r, the low
-// quant bits at 160 + 512h + 256j + 32g + 4r (row r's ql[64h + 32j + 4g …
-// + 3]) and the high bits at 1184 + 256h + 32g + 4r (its qh[32h + 4g …]),
-// against Q8_K activations of four tokens (DI, R11, R12, R13) or one
-// (DI). Quarter k of half h (elements 128h + 32k + l) takes the low or
-// high nibbles (k / 2) of ql part j = k % 2 and bits 2k, 2k+1 of qh; the
-// 6-bit quants q (unsigned) meet the activations in VPMADDUBSW, two
-// slices summed as int16 (at most 2·2·63·127 < 2^15), then weighted by
-// their sub-block's scale (VPMADDWD: int32 per row). The offset −32 comes
-// at the end of the block as −32·Σ_s scale_s·bsums[s], from the scales'
-// pairs against the activation's block sums.
+// float32 at 0, the scales scale[2i+j][r] (int8) at 32 + 16i + 2r + j, and
+// sub-block s's quants in three slices at 160 + 96s + 32v (see repack.go):
+// bits 0-5 of row r's byte 4r + e are its 6-bit quant of element 16s + 4v
+// + e, bits 6-7 bits 2v, 2v+1 of its quant of element 16s + 12 + e. The
+// three masked slices and the fourth, gathered from the top bits by three
+// word shifts, meet the activations of four tokens (DI, R11, R12, R13) or
+// one (DI) in VPMADDUBSW (the quants unsigned), two slices summed as int16
+// (at most 2·2·63·127 < 2^15), then weighted by their sub-block's scale
+// (VPMADDWD: int32 per row). The offset −32 comes at the end of the block
+// as −32·Σ_s scale_s·bsums[s], from the scales' pairs against the
+// activation's block sums.
 //
-// Registers: Y0, Y1 two decoded slices; Y2, Y3 scratch for decoding; Y4,
-// Y5 per-token scratch; Y6 the nibble mask, Y7 0x30 bytes; Y8-Y11 the
-// tokens' float accumulators; Y12-Y15 their int32 block sums. Stack: the
-// scales as sign-extended word pairs (s_r, s_r) at 32s, and the pairs
-// (scale[2i][r], scale[2i+1][r]) as words at 512 + 32i. The two halves of
-// a block run as a loop (R8 the half's low bits, R14 its high bits less
-// 1184, R10 its scales on the stack, R9 the count; the token pointers move
-// 128 bytes a half).
+// Registers: Y0-Y3 a sub-block's four decoded slices; Y4, Y5 scratch; Y6
+// the 0x3F mask, Y7 0x03; Y8-Y11 the tokens' float accumulators (Y8 for
+// one token), Y12-Y15 their int32 block sums (Y12 for one); the one-token
+// kernel keeps 0x0C and 0x30 in Y13, Y14, the four-token one reads them
+// from memory. Stack: the scales as sign-extended word pairs (s_r, s_r) at
+// 32s, and the pairs (scale[2i][r], scale[2i+1][r]) as words at 512 + 32i.
+// The two halves of a block run as a loop (R8 the half's quants, R10 its
+// scales on the stack, R9 the count; the token pointers move 128 bytes a
+// half), so that the four-token kernel fits the decoded-instruction cache.
 //
 // func gemmQ6KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 // func gemmQ6KR8x1AVX2(x *byte, nb int, y *byte, out *float32)
 
 // r6Dup spreads eight signed bytes (broadcast to both lanes) to the high
 // bytes of words, each twice (lane 0 bytes 0-3, lane 1 bytes 4-7), for an
-// arithmetic shift to sign-extend.
+// arithmetic shift to sign-extend (the IQ4_XS kernels' scales).
 DATA r6Dup<>+0(SB)/8, $0x0180018000800080
 DATA r6Dup<>+8(SB)/8, $0x0380038002800280
 DATA r6Dup<>+16(SB)/8, $0x0580058004800480
 DATA r6Dup<>+24(SB)/8, $0x0780078006800680
 GLOBL r6Dup<>(SB), RODATA|NOPTR, $32
 
-// Q6TOKR adds token P's products of the slices Y0 and Y1 with its
+// r6Even and r6Odd pick scale[2i][r] (r6Even) or scale[2i+1][r] (r6Odd)
+// from sixteen bytes broadcast to both lanes into the high bytes of both
+// words of dword r (lane 0 rows 0-3, lane 1 rows 4-7), for an arithmetic
+// shift to sign-extend.
+DATA r6Even<>+0(SB)/8, $0x0280028000800080
+DATA r6Even<>+8(SB)/8, $0x0680068004800480
+DATA r6Even<>+16(SB)/8, $0x0a800a8008800880
+DATA r6Even<>+24(SB)/8, $0x0e800e800c800c80
+GLOBL r6Even<>(SB), RODATA|NOPTR, $32
+DATA r6Odd<>+0(SB)/8, $0x0380038001800180
+DATA r6Odd<>+8(SB)/8, $0x0780078005800580
+DATA r6Odd<>+16(SB)/8, $0x0b800b8009800980
+DATA r6Odd<>+24(SB)/8, $0x0f800f800d800d80
+GLOBL r6Odd<>(SB), RODATA|NOPTR, $32
+
+// r6M0C and r6M30: the masks of the fourth slice's middle and top bit pairs.
+DATA r6M0C<>+0(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA r6M0C<>+8(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA r6M0C<>+16(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA r6M0C<>+24(SB)/8, $0x0c0c0c0c0c0c0c0c
+GLOBL r6M0C<>(SB), RODATA|NOPTR, $32
+DATA r6M30<>+0(SB)/8, $0x3030303030303030
+DATA r6M30<>+8(SB)/8, $0x3030303030303030
+DATA r6M30<>+16(SB)/8, $0x3030303030303030
+DATA r6M30<>+24(SB)/8, $0x3030303030303030
+GLOBL r6M30<>(SB), RODATA|NOPTR, $32
+
+// Q6DEC decodes sub-block off's four slices (at off(R8)) to Y0-Y3; M0C and
+// M30 are the masks 0x0C and 0x30 (registers or memory). Clobbers Y4.
+#define Q6DEC(off, M0C, M30) \
+	VMOVDQU off(R8), Y0; \
+	VMOVDQU off+32(R8), Y1; \
+	VMOVDQU off+64(R8), Y2; \
+	VPSRLW  $6, Y0, Y3; \
+	VPAND   Y7, Y3, Y3; \
+	VPSRLW  $4, Y1, Y4; \
+	VPAND   M0C, Y4, Y4; \
+	VPOR    Y4, Y3, Y3; \
+	VPSRLW  $2, Y2, Y4; \
+	VPAND   M30, Y4, Y4; \
+	VPOR    Y4, Y3, Y3; \
+	VPAND   Y6, Y0, Y0; \
+	VPAND   Y6, Y1, Y1; \
+	VPAND   Y6, Y2, Y2
+
+// Q6TOKR adds token P's products of the slices S0 and S1 with its
 // activations at a0 and a1, weighted by the scale words at sc(R10) (the
 // half's), to ACC.
-#define Q6TOKR(P, a0, a1, sc, ACC) \
+#define Q6TOKR(P, S0, S1, a0, a1, sc, ACC) \
 	VPBROADCASTD a0(P), Y4; \
-	VPMADDUBSW   Y4, Y0, Y4; \
+	VPMADDUBSW   Y4, S0, Y4; \
 	VPBROADCASTD a1(P), Y5; \
-	VPMADDUBSW   Y5, Y1, Y5; \
+	VPMADDUBSW   Y5, S1, Y5; \
 	VPADDW       Y5, Y4, Y4; \
 	VPMADDWD     sc(R10), Y4, Y4; \
 	VPADDD       Y4, ACC, ACC
+
+// Q6TOKQ adds token P's products of a decoded sub-block (q, of the half) to ACC.
+#define Q6TOKQ(P, q, ACC) \
+	Q6TOKR(P, Y0, Y1, 4+16*q, 8+16*q, 32*q, ACC); \
+	Q6TOKR(P, Y2, Y3, 12+16*q, 16+16*q, 32*q, ACC)
 
 // Q6CORR subtracts 32·Σ_s scale_s·bsums[s] of token P from ACC. Clobbers
 // Y4, Y5.
@@ -289,112 +340,84 @@ GLOBL r6Dup<>(SB), RODATA|NOPTR, $32
 	VFMADD231PS  Y4, ACC, FACC
 
 // Q6SCALES expands the block's scales to sign-extended word pairs and
-// its scale pairs to words, on the stack.
+// its scale pairs to words, on the stack, and prefetches the block's
+// last lines that the halves' prefetches do not reach.
 #define Q6SCALES \
-	VPBROADCASTQ 32(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 0(SP); \
-	VPBROADCASTQ 40(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 32(SP); \
-	VPBROADCASTQ 48(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 64(SP); \
-	VPBROADCASTQ 56(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 96(SP); \
-	VPBROADCASTQ 64(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 128(SP); \
-	VPBROADCASTQ 72(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 160(SP); \
-	VPBROADCASTQ 80(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 192(SP); \
-	VPBROADCASTQ 88(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 224(SP); \
-	VPBROADCASTQ 96(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 256(SP); \
-	VPBROADCASTQ 104(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 288(SP); \
-	VPBROADCASTQ 112(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 320(SP); \
-	VPBROADCASTQ 120(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 352(SP); \
-	VPBROADCASTQ 128(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 384(SP); \
-	VPBROADCASTQ 136(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 416(SP); \
-	VPBROADCASTQ 144(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 448(SP); \
-	VPBROADCASTQ 152(SI), Y0; \
-	VPSHUFB      r6Dup<>(SB), Y0, Y0; \
-	VPSRAW       $8, Y0, Y0; \
-	VMOVDQU      Y0, 480(SP); \
-	VMOVQ        32(SI), X0; \
-	VMOVQ        40(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 512(SP); \
-	VMOVQ        48(SI), X0; \
-	VMOVQ        56(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 544(SP); \
-	VMOVQ        64(SI), X0; \
-	VMOVQ        72(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 576(SP); \
-	VMOVQ        80(SI), X0; \
-	VMOVQ        88(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 608(SP); \
-	VMOVQ        96(SI), X0; \
-	VMOVQ        104(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 640(SP); \
-	VMOVQ        112(SI), X0; \
-	VMOVQ        120(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 672(SP); \
-	VMOVQ        128(SI), X0; \
-	VMOVQ        136(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 704(SP); \
-	VMOVQ        144(SI), X0; \
-	VMOVQ        152(SI), X1; \
-	VPUNPCKLBW   X1, X0, X0; \
-	VPMOVSXBW    X0, Y0; \
-	VMOVDQU      Y0, 736(SP)
+	VBROADCASTI128 32(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 0(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 32(SP); \
+	VPMOVSXBW      32(SI), Y1; \
+	VMOVDQU        Y1, 512(SP); \
+	VBROADCASTI128 48(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 64(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 96(SP); \
+	VPMOVSXBW      48(SI), Y1; \
+	VMOVDQU        Y1, 544(SP); \
+	VBROADCASTI128 64(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 128(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 160(SP); \
+	VPMOVSXBW      64(SI), Y1; \
+	VMOVDQU        Y1, 576(SP); \
+	VBROADCASTI128 80(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 192(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 224(SP); \
+	VPMOVSXBW      80(SI), Y1; \
+	VMOVDQU        Y1, 608(SP); \
+	VBROADCASTI128 96(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 256(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 288(SP); \
+	VPMOVSXBW      96(SI), Y1; \
+	VMOVDQU        Y1, 640(SP); \
+	VBROADCASTI128 112(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 320(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 352(SP); \
+	VPMOVSXBW      112(SI), Y1; \
+	VMOVDQU        Y1, 672(SP); \
+	VBROADCASTI128 128(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 384(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 416(SP); \
+	VPMOVSXBW      128(SI), Y1; \
+	VMOVDQU        Y1, 704(SP); \
+	VBROADCASTI128 144(SI), Y0; \
+	VPSHUFB        r6Even<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 448(SP); \
+	VPSHUFB        r6Odd<>(SB), Y0, Y1; \
+	VPSRAW         $8, Y1, Y1; \
+	VMOVDQU        Y1, 480(SP); \
+	VPMOVSXBW      144(SI), Y1; \
+	VMOVDQU        Y1, 736(SP); \
+	PREFETCHT0     (DOTPF+1536)(SI); \
+	PREFETCHT0     (DOTPF+1600)(SI); \
+	PREFETCHT0     (DOTPF+1664)(SI)
 
 // func gemmQ4KR8x4AVX2(x *byte, nb int, y *byte, lda int, out *float32, ldo int)
 TEXT ·gemmQ4KR8x4AVX2(SB), NOSPLIT, $512-48
@@ -758,8 +781,8 @@ TEXT ·gemmQ6KR8x4AVX2(SB), 0, $768-48
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-	BCAST8($0x0F0F0F0F, X6, Y6)
-	BCAST8($0x30303030, X7, Y7)
+	BCAST8($0x3F3F3F3F, X6, Y6)
+	BCAST8($0x03030303, X7, Y7)
 
 q6x4loop:
 	Q6SCALES
@@ -768,296 +791,62 @@ q6x4loop:
 	VPXOR   Y14, Y14, Y14
 	VPXOR   Y15, Y15, Y15
 	MOVQ SI, R8
-	MOVQ SI, R14
 	LEAQ 0(SP), R10
 	MOVQ $2, R9
 q6x4half:
 	PREFETCHT0 (DOTPF+0)(R8)
 	PREFETCHT0 (DOTPF+64)(R8)
+	Q6DEC(160, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 0, Y12)
+	Q6TOKQ(R11, 0, Y13)
+	Q6TOKQ(R12, 0, Y14)
+	Q6TOKQ(R13, 0, Y15)
 	PREFETCHT0 (DOTPF+128)(R8)
+	Q6DEC(256, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 1, Y12)
+	Q6TOKQ(R11, 1, Y13)
+	Q6TOKQ(R12, 1, Y14)
+	Q6TOKQ(R13, 1, Y15)
 	PREFETCHT0 (DOTPF+192)(R8)
 	PREFETCHT0 (DOTPF+256)(R8)
-	VMOVDQU 160(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 192(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 4, 8, 0, Y12)
-	Q6TOKR(R11, 4, 8, 0, Y13)
-	Q6TOKR(R12, 4, 8, 0, Y14)
-	Q6TOKR(R13, 4, 8, 0, Y15)
-	VMOVDQU 224(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 256(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 12, 16, 0, Y12)
-	Q6TOKR(R11, 12, 16, 0, Y13)
-	Q6TOKR(R12, 12, 16, 0, Y14)
-	Q6TOKR(R13, 12, 16, 0, Y15)
-	VMOVDQU 288(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 320(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 20, 24, 32, Y12)
-	Q6TOKR(R11, 20, 24, 32, Y13)
-	Q6TOKR(R12, 20, 24, 32, Y14)
-	Q6TOKR(R13, 20, 24, 32, Y15)
-	VMOVDQU 352(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 384(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 28, 32, 32, Y12)
-	Q6TOKR(R11, 28, 32, 32, Y13)
-	Q6TOKR(R12, 28, 32, 32, Y14)
-	Q6TOKR(R13, 28, 32, 32, Y15)
-	PREFETCHT0 (DOTPF+256)(R8)
+	Q6DEC(352, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 2, Y12)
+	Q6TOKQ(R11, 2, Y13)
+	Q6TOKQ(R12, 2, Y14)
+	Q6TOKQ(R13, 2, Y15)
 	PREFETCHT0 (DOTPF+320)(R8)
+	Q6DEC(448, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 3, Y12)
+	Q6TOKQ(R11, 3, Y13)
+	Q6TOKQ(R12, 3, Y14)
+	Q6TOKQ(R13, 3, Y15)
 	PREFETCHT0 (DOTPF+384)(R8)
 	PREFETCHT0 (DOTPF+448)(R8)
+	Q6DEC(544, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 4, Y12)
+	Q6TOKQ(R11, 4, Y13)
+	Q6TOKQ(R12, 4, Y14)
+	Q6TOKQ(R13, 4, Y15)
 	PREFETCHT0 (DOTPF+512)(R8)
-	VMOVDQU 416(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 448(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 36, 40, 64, Y12)
-	Q6TOKR(R11, 36, 40, 64, Y13)
-	Q6TOKR(R12, 36, 40, 64, Y14)
-	Q6TOKR(R13, 36, 40, 64, Y15)
-	VMOVDQU 480(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 512(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 44, 48, 64, Y12)
-	Q6TOKR(R11, 44, 48, 64, Y13)
-	Q6TOKR(R12, 44, 48, 64, Y14)
-	Q6TOKR(R13, 44, 48, 64, Y15)
-	VMOVDQU 544(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 576(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 52, 56, 96, Y12)
-	Q6TOKR(R11, 52, 56, 96, Y13)
-	Q6TOKR(R12, 52, 56, 96, Y14)
-	Q6TOKR(R13, 52, 56, 96, Y15)
-	VMOVDQU 608(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 640(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 60, 64, 96, Y12)
-	Q6TOKR(R11, 60, 64, 96, Y13)
-	Q6TOKR(R12, 60, 64, 96, Y14)
-	Q6TOKR(R13, 60, 64, 96, Y15)
-	PREFETCHT0 (DOTPF+512)(R8)
+	Q6DEC(640, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 5, Y12)
+	Q6TOKQ(R11, 5, Y13)
+	Q6TOKQ(R12, 5, Y14)
+	Q6TOKQ(R13, 5, Y15)
 	PREFETCHT0 (DOTPF+576)(R8)
 	PREFETCHT0 (DOTPF+640)(R8)
+	Q6DEC(736, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 6, Y12)
+	Q6TOKQ(R11, 6, Y13)
+	Q6TOKQ(R12, 6, Y14)
+	Q6TOKQ(R13, 6, Y15)
 	PREFETCHT0 (DOTPF+704)(R8)
-	PREFETCHT0 (DOTPF+768)(R8)
-	VMOVDQU 160(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 192(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 68, 72, 128, Y12)
-	Q6TOKR(R11, 68, 72, 128, Y13)
-	Q6TOKR(R12, 68, 72, 128, Y14)
-	Q6TOKR(R13, 68, 72, 128, Y15)
-	VMOVDQU 224(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 256(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 76, 80, 128, Y12)
-	Q6TOKR(R11, 76, 80, 128, Y13)
-	Q6TOKR(R12, 76, 80, 128, Y14)
-	Q6TOKR(R13, 76, 80, 128, Y15)
-	VMOVDQU 288(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 320(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 84, 88, 160, Y12)
-	Q6TOKR(R11, 84, 88, 160, Y13)
-	Q6TOKR(R12, 84, 88, 160, Y14)
-	Q6TOKR(R13, 84, 88, 160, Y15)
-	VMOVDQU 352(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 384(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 92, 96, 160, Y12)
-	Q6TOKR(R11, 92, 96, 160, Y13)
-	Q6TOKR(R12, 92, 96, 160, Y14)
-	Q6TOKR(R13, 92, 96, 160, Y15)
-	PREFETCHT0 (DOTPF+768)(R8)
-	PREFETCHT0 (DOTPF+832)(R8)
-	PREFETCHT0 (DOTPF+896)(R8)
-	PREFETCHT0 (DOTPF+960)(R8)
-	PREFETCHT0 (DOTPF+1024)(R8)
-	VMOVDQU 416(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 448(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 100, 104, 192, Y12)
-	Q6TOKR(R11, 100, 104, 192, Y13)
-	Q6TOKR(R12, 100, 104, 192, Y14)
-	Q6TOKR(R13, 100, 104, 192, Y15)
-	VMOVDQU 480(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 512(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 108, 112, 192, Y12)
-	Q6TOKR(R11, 108, 112, 192, Y13)
-	Q6TOKR(R12, 108, 112, 192, Y14)
-	Q6TOKR(R13, 108, 112, 192, Y15)
-	VMOVDQU 544(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 576(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 116, 120, 224, Y12)
-	Q6TOKR(R11, 116, 120, 224, Y13)
-	Q6TOKR(R12, 116, 120, 224, Y14)
-	Q6TOKR(R13, 116, 120, 224, Y15)
-	VMOVDQU 608(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 640(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 124, 128, 224, Y12)
-	Q6TOKR(R11, 124, 128, 224, Y13)
-	Q6TOKR(R12, 124, 128, 224, Y14)
-	Q6TOKR(R13, 124, 128, 224, Y15)
-	ADDQ $512, R8
-	ADDQ $256, R14
+	Q6DEC(832, r6M0C<>(SB), r6M30<>(SB))
+	Q6TOKQ(DI, 7, Y12)
+	Q6TOKQ(R11, 7, Y13)
+	Q6TOKQ(R12, 7, Y14)
+	Q6TOKQ(R13, 7, Y15)
+	ADDQ $768, R8
 	ADDQ $256, R10
 	ADDQ $128, DI
 	ADDQ $128, R11
@@ -1105,255 +894,47 @@ TEXT ·gemmQ6KR8x1AVX2(SB), 0, $768-32
 	MOVQ nb+8(FP), CX
 	MOVQ y+16(FP), DI
 	VXORPS Y8, Y8, Y8
-	BCAST8($0x0F0F0F0F, X6, Y6)
-	BCAST8($0x30303030, X7, Y7)
+	BCAST8($0x3F3F3F3F, X6, Y6)
+	BCAST8($0x03030303, X7, Y7)
+	BCAST8($0x0C0C0C0C, X13, Y13)
+	BCAST8($0x30303030, X14, Y14)
 
 q6x1loop:
 	Q6SCALES
 	VPXOR   Y12, Y12, Y12
 	MOVQ SI, R8
-	MOVQ SI, R14
 	LEAQ 0(SP), R10
 	MOVQ $2, R9
 q6x1half:
 	PREFETCHT0 (DOTPF+0)(R8)
 	PREFETCHT0 (DOTPF+64)(R8)
+	Q6DEC(160, Y13, Y14)
+	Q6TOKQ(DI, 0, Y12)
 	PREFETCHT0 (DOTPF+128)(R8)
+	Q6DEC(256, Y13, Y14)
+	Q6TOKQ(DI, 1, Y12)
 	PREFETCHT0 (DOTPF+192)(R8)
 	PREFETCHT0 (DOTPF+256)(R8)
-	VMOVDQU 160(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 192(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 4, 8, 0, Y12)
-	VMOVDQU 224(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 256(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 12, 16, 0, Y12)
-	VMOVDQU 288(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 320(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 20, 24, 32, Y12)
-	VMOVDQU 352(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 384(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSLLW  $4, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 28, 32, 32, Y12)
-	PREFETCHT0 (DOTPF+256)(R8)
+	Q6DEC(352, Y13, Y14)
+	Q6TOKQ(DI, 2, Y12)
 	PREFETCHT0 (DOTPF+320)(R8)
+	Q6DEC(448, Y13, Y14)
+	Q6TOKQ(DI, 3, Y12)
 	PREFETCHT0 (DOTPF+384)(R8)
 	PREFETCHT0 (DOTPF+448)(R8)
+	Q6DEC(544, Y13, Y14)
+	Q6TOKQ(DI, 4, Y12)
 	PREFETCHT0 (DOTPF+512)(R8)
-	VMOVDQU 416(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 448(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 36, 40, 64, Y12)
-	VMOVDQU 480(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 512(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 44, 48, 64, Y12)
-	VMOVDQU 544(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 576(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 52, 56, 96, Y12)
-	VMOVDQU 608(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 640(R8), Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSLLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 60, 64, 96, Y12)
-	PREFETCHT0 (DOTPF+512)(R8)
+	Q6DEC(640, Y13, Y14)
+	Q6TOKQ(DI, 5, Y12)
 	PREFETCHT0 (DOTPF+576)(R8)
 	PREFETCHT0 (DOTPF+640)(R8)
+	Q6DEC(736, Y13, Y14)
+	Q6TOKQ(DI, 6, Y12)
 	PREFETCHT0 (DOTPF+704)(R8)
-	PREFETCHT0 (DOTPF+768)(R8)
-	VMOVDQU 160(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 192(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 68, 72, 128, Y12)
-	VMOVDQU 224(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 256(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 76, 80, 128, Y12)
-	VMOVDQU 288(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 320(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 84, 88, 160, Y12)
-	VMOVDQU 352(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 384(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 92, 96, 160, Y12)
-	PREFETCHT0 (DOTPF+768)(R8)
-	PREFETCHT0 (DOTPF+832)(R8)
-	PREFETCHT0 (DOTPF+896)(R8)
-	PREFETCHT0 (DOTPF+960)(R8)
-	PREFETCHT0 (DOTPF+1024)(R8)
-	VMOVDQU 416(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1184(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 448(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1216(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 100, 104, 192, Y12)
-	VMOVDQU 480(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1248(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 512(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1280(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 108, 112, 192, Y12)
-	VMOVDQU 544(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1312(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 576(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1344(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 116, 120, 224, Y12)
-	VMOVDQU 608(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1376(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y0
-	VMOVDQU 640(R8), Y2
-	VPSRLW  $4, Y2, Y2
-	VPAND   Y6, Y2, Y2
-	VMOVDQU 1408(R14), Y3
-	VPSRLW  $2, Y3, Y3
-	VPAND   Y7, Y3, Y3
-	VPOR    Y3, Y2, Y1
-	Q6TOKR(DI, 124, 128, 224, Y12)
-	ADDQ $512, R8
-	ADDQ $256, R14
+	Q6DEC(832, Y13, Y14)
+	Q6TOKQ(DI, 7, Y12)
+	ADDQ $768, R8
 	ADDQ $256, R10
 	ADDQ $128, DI
 	DECQ R9
