@@ -201,11 +201,13 @@ func fastRowsPer(rows, rb, n, workers int) int {
 }
 
 // decodeChunkBytes is the size of the weight rows of one chunk of a
-// single-token product: 128 KB (a 2048-wide Q4_K matrix in chunks of 112
-// rows): on large matrices many more chunks than four per worker, so that
-// a worker slowed by something else holds up the others by one small chunk
-// at most.
-const decodeChunkBytes = 128 << 10
+// single-token product: 2 MB, a huge page of a repacked copy. A product
+// that reads from memory is only as fast as the hardware prefetchers'
+// streams, and every chunk a worker takes from the counter starts a new
+// stream somewhere else; large matrices still split into many more chunks
+// than workers, so a worker slowed by something else holds up the others
+// by one chunk at most.
+const decodeChunkBytes = 2 << 20
 
 // A product of a few tokens (a batched decode step: up to batchTokens
 // sequences) is compute-bound on large matrices, where four chunks per
