@@ -2,7 +2,8 @@
 # Runs the training tools' own checks (tools/train) where PyTorch is: the
 # model code against transformers' logits on testdata/hf (and against the
 # installed transformers itself), and the data generator's chat rendering
-# against GLM-5's template rendered by transformers.
+# against GLM-5's template rendered by transformers, and the training-only
+# attention supervision's targets.
 #
 # PyTorch is not installable from this machine's Python registry; Debian sid
 # packages it (python3-torch, python3-transformers). This looks for such a
@@ -23,6 +24,6 @@ mkdir -p "$SID_DIR$mnt"
 mountpoint -q "$SID_DIR/proc" || mount -t proc proc "$SID_DIR/proc"
 mount --bind "$repo" "$SID_DIR$mnt"
 status=0
-chroot "$SID_DIR" sh -c "cd $mnt && python3 tools/train/test_glm5.py --live && python3 tools/train/test_data.py" || status=$?
+chroot "$SID_DIR" sh -c "cd $mnt && python3 tools/train/test_glm5.py --live && python3 tools/train/test_data.py && python3 tools/train/test_supervision.py" || status=$?
 umount "$SID_DIR$mnt" && rmdir "$SID_DIR$mnt"
 exit $status

@@ -48,6 +48,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--attn-sup", type=float, default=0.0,
+                    help="weight of the training-only attention supervision (glm5.attention_supervision)")
+    ap.add_argument("--attn-sup-steps", type=int, default=0,
+                    help="steps over which --attn-sup decays linearly to 0 (0: constant)")
+    ap.add_argument("--short", type=int, default=0,
+                    help="the first N steps use sequences of 4-12 and no prefix (a short-context curriculum)")
+    ap.add_argument("--reps", default="1-1", help="LO-HI: how many times s is repeated after its first occurrence")
+    ap.add_argument("--init-std", type=float, default=0.02, help="standard deviation of the initial weights")
     ap.add_argument("--save", default="", help="write the weights here at the end (train.py --init reads them)")
     for k in ("num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
               "hidden_size", "num_hidden_layers"):
@@ -60,6 +68,12 @@ def main():
         "num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
         "hidden_size", "num_hidden_layers")})
     model = glm5.Model(cfg)
+    model.init_weights(std=a.init_std)
+    if a.attn_sup:
+        model.layers[0].self_attn.sup_heads = [0]
+        model.layers[1].self_attn.sup_heads = [0]
+    rlo, rhi = (int(x) for x in a.reps.split("-"))
+    state = {"step": 0}
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.0)
     r = random.Random(a.seed)
     lo = 300
@@ -77,10 +91,12 @@ def main():
             return periodic()
         if a.offset == "fixed":
             pre, n = [], 24
+        elif state["step"] < a.short:
+            pre, n = [], r.randint(4, 12)
         else:
             pre, n = [lo + r.randrange(a.ids) for _ in range(r.randint(0, 20))], r.randint(8, 40)
         s = [lo + r.randrange(a.ids) for _ in range(n)]
-        return [5] + pre + s + [7] + s, len(pre) + n + 2, False
+        return [5] + pre + s + ([7] + s) * r.randint(rlo, rhi), len(pre) + n + 2, False
 
     def batch():
         docs, total = [], 0
@@ -104,6 +120,7 @@ def main():
     t0 = time.time()
     good = 0
     for step in range(a.steps):
+        state["step"] = step
         for g in opt.param_groups:
             g["lr"] = a.lr * min(1.0, (step + 1) / a.warmup) if a.warmup else a.lr
         ids, w, pos, doc_no, per = batch()
@@ -112,7 +129,12 @@ def main():
             lg = model.logits(h[:, :-1]).float()
         tw = w[:, 1:]
         ce = F.cross_entropy(lg.reshape(-1, lg.shape[-1]), ids[:, 1:].reshape(-1), reduction="none").view_as(tw)
-        loss = (ce * tw).sum() / tw.sum()
+        loss = ce_loss = (ce * tw).sum() / tw.sum()
+        sup = None
+        if a.attn_sup:
+            lam = a.attn_sup * (max(0.0, 1 - step / a.attn_sup_steps) if a.attn_sup_steps else 1.0)
+            sup = glm5.attention_supervision(model, ids, doc_no, doc_no >= 0)
+            loss = loss + lam * (sup[0] + sup[1])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -121,7 +143,12 @@ def main():
             hit = lg.argmax(-1) == ids[:, 1:]
             at = (tw > 0) & ~per[:, None]  # the copy documents: the accuracy that counts
             acc = hit[at].float().mean().item() if at.any() else float("nan")
-            rec = {"step": step, "loss": round(loss.item(), 3), "acc": round(acc, 3)}
+            rec = {"step": step, "loss": round(ce_loss.item(), 3), "acc": round(acc, 3)}
+            if at.any():
+                # how often the guess is the current token instead (a copy of the wrong position)
+                rec["acc_cur"] = round((lg.argmax(-1) == ids[:, :-1])[at].float().mean().item(), 3)
+            if sup is not None:
+                rec["sup_prev"], rec["sup_ind"] = round(sup[0].item(), 3), round(sup[1].item(), 3)
             if per.any():
                 pat = (tw > 0) & per[:, None]
                 rec["periodic_acc"] = round(hit[pat].float().mean().item(), 3)

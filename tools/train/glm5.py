@@ -203,6 +203,12 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(H * c.v_head_dim, c.hidden_size, bias=False)
         self.indexer = Indexer(c) if has_indexer else None
         self.scale = (c.qk_nope_head_dim + c.qk_rope_head_dim) ** -0.5
+        # Training only: heads whose attention log-probabilities the next
+        # forward keeps in sup_logp ([B, len(sup_heads), T, S]), for losses
+        # that teach a head where to look (see attention_supervision).
+        self.sup_heads = None
+        self.sup_logp = None
+        self.sup_allowed = None
 
     def forward(self, x, cos, sin, visible, mode, prev_sel, want_kl):
         """mode: "dense" (causal, indexer trained to imitate attention) or
@@ -239,6 +245,12 @@ class Attention(nn.Module):
         # when key and value widths agree is several times slower with a mask.
         with sdpa_kernel(SDPBackend.MATH):
             o = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=allowed[:, None], scale=self.scale)
+        if self.sup_heads:
+            hs = list(self.sup_heads)
+            with torch.autocast("cpu", enabled=False):
+                lg = torch.einsum("bhtd,bhsd->bhts", qh[:, hs].float(), kh[:, hs].float()) * self.scale
+                self.sup_logp = lg.masked_fill(~allowed[:, None], float("-inf")).log_softmax(-1)
+            self.sup_allowed = allowed
         if self.indexer is not None and want_kl:
             # The indexer learns from its own inputs only (detached), as in
             # DeepSeek-V3.2's training: its loss must not reshape the trunk.
@@ -427,6 +439,38 @@ class Model(nn.Module):
             out.append(layer.shared_head.norm(u))
             h = u
         return out, kls
+
+
+def attention_supervision(model, ids, doc, valid=None, prev_layer=0, ind_layer=1):
+    """Training-only losses that teach two heads the look-back of copying
+    (an induction circuit), which otherwise forms only after many millions
+    of tokens: head 0 of prev_layer is pulled towards the previous token,
+    head 0 of ind_layer towards the tokens that followed earlier occurrences
+    of the current token. Returns (prev, induction) mean negative
+    log-probabilities (the second over positions that have such a match),
+    read from the sup_logp the last forward kept; nothing of this is in the
+    exported model, which keeps only what the heads learned. valid [B, T]
+    (optional) marks the query positions that count (not padding)."""
+    pa, pb = model.layers[prev_layer].self_attn, model.layers[ind_layer].self_attn
+    a, b = pa.sup_logp[:, 0], pb.sup_logp[:, 0]
+    B, T = ids.shape
+    # In sparse mode a target the indexer did not select cannot be attended
+    # to: only the keys each head could see count.
+    same = (doc[:, 1:] == doc[:, :-1]) & pa.sup_allowed[:, 1:, :-1].diagonal(dim1=1, dim2=2)
+    if valid is not None:
+        same = same & valid[:, 1:]
+    d = a[:, 1:, :-1].diagonal(dim1=1, dim2=2)
+    prev = -torch.where(same, d, torch.zeros_like(d)).sum() / same.sum().clamp_min(1)
+    # m[b, t, s]: key s (s >= 1) follows an earlier occurrence of token t's id.
+    m = torch.zeros(B, T, T, dtype=torch.bool)
+    m[:, :, 1:] = (ids[:, :, None] == ids[:, None, :-1]) & same[:, None, :]
+    m &= torch.ones(T, T, dtype=torch.bool).tril(-1)[None] & (doc[:, :, None] == doc[:, None, :]) & pb.sup_allowed
+    has = m.any(-1)
+    if valid is not None:
+        has = has & valid
+    lp = b.masked_fill(~m, float("-inf")).logsumexp(-1)
+    ind = -(torch.where(has, lp, torch.zeros_like(lp))).sum() / has.sum().clamp_min(1)
+    return prev, ind
 
 
 # Names of the Hugging Face checkpoint for the stacked experts.

@@ -168,6 +168,13 @@ def main():
     ap.add_argument("--rope-theta", type=float, default=glm5.Config.rope_theta)
     ap.add_argument("--mix", default="", help="task shares, e.g. copy=0.5,arith=0.2 (the rest keep data.Gen.MIX's ratios)")
     ap.add_argument("--init", default="", help="a ckpt.pt whose model weights a new run starts from")
+    ap.add_argument("--attn-sup", type=float, default=0.0,
+                    help="weight of the training-only attention supervision of two heads (a previous-token head in "
+                         "layer 0, an induction head in layer 1: glm5.attention_supervision)")
+    ap.add_argument("--attn-sup-steps", type=int, default=0,
+                    help="the step at which --attn-sup has decayed linearly to 0 (0: constant)")
+    ap.add_argument("--init-std", type=float, default=0.02,
+                    help="standard deviation of the initial weights (residual outputs get it / sqrt(2 layers))")
     ap.add_argument("--bench", type=int, default=0, help="time this many steps and exit, writing nothing")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -183,6 +190,7 @@ def main():
     torch.manual_seed(args.seed)
     cfg = model_config(args.vocab, args.rope_dim, args.rope_theta)
     model = glm5.Model(cfg)
+    model.init_weights(std=args.init_std)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -249,11 +257,21 @@ def main():
                  for mb in mbs)
         ntok = sum(int((mb[3] >= 0).sum()) for mb in mbs)
         info = {"main": 0.0, "mtp": 0.0, "kl": None, "task": {}}
+        lam = args.attn_sup * (max(0.0, 1 - step / args.attn_sup_steps) if args.attn_sup_steps else 1.0)
+        for i in (0, 1):
+            model.layers[i].self_attn.sup_heads = [0] if lam > 0 else None
+        if lam > 0:
+            info["sup"] = [0.0, 0.0]
         for mb in mbs:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(args.bf16)):
                 main, mtp, kl, _, _, per_task = losses(model, *mb, mode)
             share = int((mb[3] >= 0).sum()) / ntok
-            (main / W + args.mtp_weight * mtp / W2 + kl.sum() * share).backward()
+            loss = main / W + args.mtp_weight * mtp / W2 + kl.sum() * share
+            if lam > 0:
+                sp, si = glm5.attention_supervision(model, mb[0], mb[3], mb[3] >= 0)
+                loss = loss + lam * share * (sp + si)
+                info["sup"] = [info["sup"][0] + share * sp.item(), info["sup"][1] + share * si.item()]
+            loss.backward()
             info["main"] += main.item() / W
             info["mtp"] += mtp.item() / W2
             k = (kl.detach() * share).tolist()
