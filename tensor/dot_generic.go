@@ -310,22 +310,11 @@ func dotQ6KQ8KGeneric(x, y []byte, nb int) float32 {
 	for i := range nb {
 		xb := (*[dotSizeQ6K]byte)(x[i*dotSizeQ6K:])
 		yb := (*[dotSizeQ8K]byte)(y[i*dotSizeQ8K:])
-		var a [256]int32
-		for h := range 2 {
-			ql := xb[64*h:]
-			qh := xb[128+32*h:]
-			o := a[128*h:]
-			for l := range 32 {
-				o[l] = int32(ql[l]&15|(qh[l]>>0&3)<<4) - 32
-				o[l+32] = int32(ql[l+32]&15|(qh[l]>>2&3)<<4) - 32
-				o[l+64] = int32(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				o[l+96] = int32(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-			}
-		}
+		q := q6kQuants(xb[:])
 		var aux32 [8]int32
 		for k := range 256 {
 			scale := int32(int8(xb[192+k/16]))
-			aux32[k%8] += scale * (a[k] * int32(int8(yb[4+k])))
+			aux32[k%8] += scale * ((int32(q[k]) - 32) * int32(int8(yb[4+k])))
 		}
 		d := dotF16At(xb[:], 208) * dotQ8KD(yb[:], 0)
 		for l := range sums {

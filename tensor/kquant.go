@@ -267,15 +267,6 @@ func quantQ6K(src []float32, dst []byte) {
 				L[l] = uint8(min(31, max(-32, nearestInt(x[l]/dl))) + 32)
 			}
 		}
-		for h := range 2 {
-			ql := (*[64]byte)(b[64*h:])
-			qh := (*[32]byte)(b[128+32*h:])
-			q := (*[128]uint8)(L[128*h:])
-			for l := range 32 {
-				ql[l] = q[l]&15 | q[l+64]&15<<4
-				ql[l+32] = q[l+32]&15 | q[l+96]&15<<4
-				qh[l] = q[l]>>4 | q[l+32]>>4<<2 | q[l+64]>>4<<4 | q[l+96]>>4<<6
-			}
-		}
+		putQ6KQuants(b[:], &L)
 	}
 }

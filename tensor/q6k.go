@@ -16,6 +16,38 @@ package tensor
 // give y = (d·scale)·(q − 32).
 const sizeQ6K = 210
 
+// q6kQuants decodes a Q6_K block's 256 unsigned 6-bit quants q (the
+// element is d·scale·(q − 32)), in element order.
+func q6kQuants(b []byte) (q [256]uint8) {
+	for h := range 2 {
+		ql := (*[64]byte)(b[64*h:])
+		qh := (*[32]byte)(b[128+32*h:])
+		o := (*[128]uint8)(q[128*h:])
+		for l := range 32 {
+			o[l] = ql[l]&15 | qh[l]&3<<4
+			o[l+32] = ql[l+32]&15 | qh[l]>>2&3<<4
+			o[l+64] = ql[l]>>4 | qh[l]>>4&3<<4
+			o[l+96] = ql[l+32]>>4 | qh[l]>>6&3<<4
+		}
+	}
+	return q
+}
+
+// putQ6KQuants writes 256 unsigned 6-bit quants into a Q6_K block's ql and
+// qh (its first 192 bytes), the inverse of q6kQuants.
+func putQ6KQuants(b []byte, q *[256]uint8) {
+	for h := range 2 {
+		ql := (*[64]byte)(b[64*h:])
+		qh := (*[32]byte)(b[128+32*h:])
+		x := (*[128]uint8)(q[128*h:])
+		for l := range 32 {
+			ql[l] = x[l]&15 | x[l+64]&15<<4
+			ql[l+32] = x[l+32]&15 | x[l+96]&15<<4
+			qh[l] = x[l]>>4 | x[l+32]>>4<<2 | x[l+64]>>4<<4 | x[l+96]>>4<<6
+		}
+	}
+}
+
 func dequantQ6K(src []byte, dst []float32) {
 	for i := range len(dst) / 256 {
 		b := (*[sizeQ6K]byte)(src[i*sizeQ6K:])

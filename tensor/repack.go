@@ -634,18 +634,6 @@ func gemmQ8R8Generic(x []byte, nb int, y []byte) [8]float32 {
 	return acc
 }
 
-// q6kQuants decodes a Q6_K block's 256 unsigned 6-bit quants (value =
-// d·scale·(q − 32)).
-func q6kQuants(x []byte) (q [256]byte) {
-	for e := range q {
-		h, k, l := e/128, e%128/32, e%32
-		lo := x[64*h+32*(k%2)+l] >> (4 * (k / 2)) & 15
-		hi := x[128+32*h+l] >> (2 * k) & 3
-		q[e] = lo | hi<<4
-	}
-	return q
-}
-
 // q6kPackedAt is the byte of a packed Q6_K block that holds row r's
 // quant of element 16s + 4v + e (v < 3), and bits 2v, 2v+1 of its element
 // 16s + 12 + e.
@@ -677,7 +665,7 @@ func unpackQ6KRow(dst, src []byte, r int) {
 		dst[192+2*i] = src[32+16*i+2*r]
 		dst[192+2*i+1] = src[32+16*i+2*r+1]
 	}
-	var q [256]byte
+	var q [256]uint8
 	for s := range 16 {
 		for v := range 3 {
 			for e := range 4 {
@@ -687,12 +675,7 @@ func unpackQ6KRow(dst, src []byte, r int) {
 			}
 		}
 	}
-	clear(dst[:192])
-	for e, x := range q {
-		h, k, l := e/128, e%128/32, e%32
-		dst[64*h+32*(k%2)+l] |= (x & 15) << (4 * (k / 2))
-		dst[128+32*h+l] |= (x >> 4) << (2 * k)
-	}
+	putQ6KQuants(dst, &q)
 }
 
 // gemmQ6KR8Generic is the pure-Go product of one group of eight repacked
