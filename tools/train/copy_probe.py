@@ -67,11 +67,8 @@ def main():
     cfg = glm5.Config(vocab_size=4096, rope_theta=a.rope_theta, **{k: getattr(a, k) for k in (
         "num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "kv_lora_rank", "v_head_dim",
         "hidden_size", "num_hidden_layers")})
-    model = glm5.Model(cfg)
-    model.init_weights(std=a.init_std)
-    if a.attn_sup:
-        model.layers[0].self_attn.sup_heads = [0]
-        model.layers[1].self_attn.sup_heads = [0]
+    model = glm5.Model(cfg, init_std=a.init_std)
+    glm5.supervise_heads(model, a.attn_sup > 0)
     rlo, rhi = (int(x) for x in a.reps.split("-"))
     state = {"step": 0}
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.0)
@@ -132,7 +129,7 @@ def main():
         loss = ce_loss = (ce * tw).sum() / tw.sum()
         sup = None
         if a.attn_sup:
-            lam = a.attn_sup * (max(0.0, 1 - step / a.attn_sup_steps) if a.attn_sup_steps else 1.0)
+            lam = glm5.supervision_weight(a.attn_sup, a.attn_sup_steps, step)
             sup = glm5.attention_supervision(model, ids, doc_no, doc_no >= 0)
             loss = loss + lam * (sup[0] + sup[1])
         opt.zero_grad(set_to_none=True)

@@ -379,7 +379,7 @@ class MTPLayer(Layer):
 
 
 class Model(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, init_std=0.02):
         super().__init__()
         self.c = c
         self.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
@@ -387,7 +387,7 @@ class Model(nn.Module):
                                     [MTPLayer(c, c.num_hidden_layers + j) for j in range(c.num_nextn_predict_layers)])
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
-        self.init_weights()
+        self.init_weights(init_std)
 
     def init_weights(self, std=0.02):
         for n, p in self.named_parameters():
@@ -441,17 +441,33 @@ class Model(nn.Module):
         return out, kls
 
 
-def attention_supervision(model, ids, doc, valid=None, prev_layer=0, ind_layer=1):
+SUP_LAYERS = (0, 1)  # the layers of the previous-token head and of the induction head
+
+
+def supervise_heads(model, on):
+    """Makes the next forwards keep (on) or drop the attention of the two
+    heads attention_supervision trains: head 0 of each of SUP_LAYERS."""
+    for i in SUP_LAYERS:
+        model.layers[i].self_attn.sup_heads = [0] if on else None
+
+
+def supervision_weight(weight, decay_steps, step):
+    """The weight of attention_supervision at step: weight, decaying
+    linearly to 0 at decay_steps (0: constant)."""
+    return weight * (max(0.0, 1 - step / decay_steps) if decay_steps else 1.0)
+
+
+def attention_supervision(model, ids, doc, valid=None):
     """Training-only losses that teach two heads the look-back of copying
     (an induction circuit), which otherwise forms only after many millions
-    of tokens: head 0 of prev_layer is pulled towards the previous token,
-    head 0 of ind_layer towards the tokens that followed earlier occurrences
+    of tokens: head 0 of SUP_LAYERS[0] is pulled towards the previous token,
+    head 0 of SUP_LAYERS[1] towards the tokens that followed earlier occurrences
     of the current token. Returns (prev, induction) mean negative
     log-probabilities (the second over positions that have such a match),
     read from the sup_logp the last forward kept; nothing of this is in the
     exported model, which keeps only what the heads learned. valid [B, T]
     (optional) marks the query positions that count (not padding)."""
-    pa, pb = model.layers[prev_layer].self_attn, model.layers[ind_layer].self_attn
+    pa, pb = (model.layers[i].self_attn for i in SUP_LAYERS)
     a, b = pa.sup_logp[:, 0], pb.sup_logp[:, 0]
     B, T = ids.shape
     # In sparse mode a target the indexer did not select cannot be attended

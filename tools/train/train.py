@@ -189,8 +189,7 @@ def main():
 
     torch.manual_seed(args.seed)
     cfg = model_config(args.vocab, args.rope_dim, args.rope_theta)
-    model = glm5.Model(cfg)
-    model.init_weights(std=args.init_std)
+    model = glm5.Model(cfg, init_std=args.init_std)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
@@ -257,9 +256,8 @@ def main():
                  for mb in mbs)
         ntok = sum(int((mb[3] >= 0).sum()) for mb in mbs)
         info = {"main": 0.0, "mtp": 0.0, "kl": None, "task": {}}
-        lam = args.attn_sup * (max(0.0, 1 - step / args.attn_sup_steps) if args.attn_sup_steps else 1.0)
-        for i in (0, 1):
-            model.layers[i].self_attn.sup_heads = [0] if lam > 0 else None
+        lam = glm5.supervision_weight(args.attn_sup, args.attn_sup_steps, step)
+        glm5.supervise_heads(model, lam > 0)
         if lam > 0:
             info["sup"] = [0.0, 0.0]
         for mb in mbs:
