@@ -70,7 +70,8 @@ type benchResult struct {
 	Reps          int          `json:"reps"`
 	NPrompt       int          `json:"n_prompt"`
 	NGen          int          `json:"n_gen"`
-	NDepth        int          `json:"n_depth"` // tokens in the context before each test
+	NDepth        int          `json:"n_depth"` // tokens in the context before each test, llama-bench's field
+	Depth         int          `json:"depth"`   // the same, under the name scripts that compare depths read
 	SpecK         []int        `json:"spec_k,omitempty"`
 	SpecVerify    []float64    `json:"spec_verify_per_step,omitempty"` // pass of K+1 tokens / one decode step
 	SpecGen       []specResult `json:"spec_generate,omitempty"`
@@ -296,7 +297,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		ppCPU, tgCPU = 0, 0 // the warm-up does not count
 		d := res
-		d.NDepth = depth
+		d.NDepth, d.Depth = depth, depth
 		for range *reps {
 			if *nPrompt > 0 {
 				v, err := pp(depth)

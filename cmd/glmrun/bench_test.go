@@ -57,7 +57,7 @@ func TestSynthBench(t *testing.T) {
 	}
 	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "20", "-r", "1", "--json")
 	var r benchResult
-	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.NDepth != 20 || r.PPTokensPerS <= 0 || r.TGTokensPerS <= 0 {
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.NDepth != 20 || r.Depth != 20 || r.PPTokensPerS <= 0 || r.TGTokensPerS <= 0 {
 		t.Errorf("bench -d 20 --json: exit %d, %v, %+v, %s", code, err, r, errs)
 	}
 	// Several depths: one table row per test and depth, a JSON list.
@@ -67,7 +67,7 @@ func TestSynthBench(t *testing.T) {
 	}
 	code, out, errs = runCLI(t, "bench", "-m", path, "-p", "8", "-n", "2", "-d", "0,20", "-r", "1", "--json")
 	var rs []benchResult
-	if err := json.Unmarshal([]byte(out), &rs); code != 0 || err != nil || len(rs) != 2 || rs[0].NDepth != 0 || rs[1].NDepth != 20 ||
+	if err := json.Unmarshal([]byte(out), &rs); code != 0 || err != nil || len(rs) != 2 || rs[0].NDepth != 0 || rs[1].NDepth != 20 || rs[1].Depth != 20 ||
 		rs[1].PPTokensPerS <= 0 || rs[1].TGTokensPerS <= 0 || len(rs[1].PPSamples) != 1 {
 		t.Errorf("bench -d 0,20 --json: exit %d, %v, %+v, %s", code, err, rs, errs)
 	}
