@@ -42,6 +42,14 @@ type Options struct {
 	// (attention heads and experts); 0 and 1 mean one. On the CPU backend
 	// the devices are virtual, each with its own workers.
 	TensorParallel int
+	// CPUMoE runs the routed experts of every MoE block on the CPU, and
+	// the rest of the model (attention, norms, shared experts, output head)
+	// on the Backend's devices: llama.cpp's --cpu-moe, how a GLM-5 or
+	// DeepSeek model whose experts do not fit a GPU's memory runs on one.
+	// NCPUMoE does so for the first NCPUMoE blocks only (--n-cpu-moe N).
+	// On the cpu backend the results are the same either way.
+	CPUMoE  bool
+	NCPUMoE int
 	// Exact selects float32 activations for every matrix product (the
 	// path that reproduces llama.cpp's deq-F32 references to ~1e-5). By
 	// default Load uses the backend's fast products: on the CPU,
@@ -214,6 +222,8 @@ func (m *Model) load() error {
 		Threads:          m.opts.Threads,
 		Backend:          m.opts.Backend,
 		TensorParallel:   m.opts.TensorParallel,
+		CPUMoE:           m.opts.CPUMoE,
+		NCPUMoE:          m.opts.NCPUMoE,
 		Fast:             !m.opts.Exact,
 		BatchInvariant:   m.opts.BatchInvariant,
 		NoRepack:         m.opts.NoRepack,

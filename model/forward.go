@@ -244,22 +244,31 @@ func (s *Session) moe(l, T int, steps []step) error {
 	X, K, E := c.Experts, c.ExpertsUsed, c.Embd
 	var g getter
 	var ids0 backend.IDs
-	for d, ss := range s.shards {
-		ms := ss.sh.layers[l].moe
-		logits, wts, ids := g.get(&ss.routerLogits, T*X), g.get(&ss.routerW, T*K), g.ids(&ss.ids, T*K)
-		if g.err != nil {
-			return g.err
+	idsDev := s.shards[0].dev
+	if cm := s.m.cpuMoE; cm != nil && cm[l] != nil {
+		var err error
+		if ids0, err = s.cpuExperts(l, T, steps, cm[l]); err != nil {
+			return err
 		}
-		ss.dev.MatMul(logits, steps[d].x, T, ms.router)
-		ss.dev.RouterTopK(ids, wts, logits, T, &ms.r)
-		ss.dev.MoE(steps[d].ffnOut, steps[d].x, T, ids, wts, &ms.experts)
-		if d == 0 {
-			ids0 = ids
+		idsDev = s.m.experts
+	} else {
+		for d, ss := range s.shards {
+			ms := ss.sh.layers[l].moe
+			logits, wts, ids := g.get(&ss.routerLogits, T*X), g.get(&ss.routerW, T*K), g.ids(&ss.ids, T*K)
+			if g.err != nil {
+				return g.err
+			}
+			ss.dev.MatMul(logits, steps[d].x, T, ms.router)
+			ss.dev.RouterTopK(ids, wts, logits, T, &ms.r)
+			ss.dev.MoE(steps[d].ffnOut, steps[d].x, T, ids, wts, &ms.experts)
+			if d == 0 {
+				ids0 = ids
+			}
 		}
 	}
 	if s.opts.IDHook != nil {
 		s.host.ids = growIDs(s.host.ids, T*K)
-		s.shards[0].dev.ReadIDs(s.host.ids, ids0)
+		idsDev.ReadIDs(s.host.ids, ids0)
 		s.emitIDs(l, "ffn_moe_topk", s.host.ids, T, K)
 	}
 	s.emitSum(l, "ffn_moe_out", func(d int) backend.Buffer { return steps[d].ffnOut }, T, E)
@@ -280,6 +289,40 @@ func (s *Session) moe(l, T int, steps []step) error {
 		ss.dev.Add(steps[d].ffnOut, tmp[d])
 	}
 	return nil
+}
+
+// cpuExperts runs block l's router and routed experts ms on the model's
+// CPU device for them (Options.CPUMoE). Device 0's normed rows cross to it
+// and the routed sum crosses back into device 0's ffnOut, once each way;
+// the other devices' ffnOut start at zero, so that their shared-expert
+// parts and the all-reduce after them are what they are without it. It
+// returns the chosen experts' ids, on the CPU device.
+func (s *Session) cpuExperts(l, T int, steps []step, ms *moeShard) (backend.IDs, error) {
+	c := &s.m.cfg
+	X, K, E := c.Experts, c.ExpertsUsed, c.Embd
+	dev, e := s.m.experts, &s.exp
+	var g getter
+	x, out := g.get(&e.x, T*E), g.get(&e.out, T*E)
+	logits, wts, ids := g.get(&e.logits, T*X), g.get(&e.w, T*K), g.ids(&e.ids, T*K)
+	if g.err != nil {
+		return nil, fmt.Errorf("model: layer %d: routed experts on the CPU: %w", l, g.err)
+	}
+	rows := grow(s.host.moe, T*E)
+	s.host.moe = rows
+	s.shards[0].dev.Read(rows, steps[0].x)
+	dev.Write(x, rows)
+	dev.MatMul(logits, x, T, ms.router)
+	dev.RouterTopK(ids, wts, logits, T, &ms.r)
+	dev.MoE(out, x, T, ids, wts, &ms.experts)
+	dev.Read(rows, out)
+	s.shards[0].dev.Write(steps[0].ffnOut, rows)
+	if len(s.shards) > 1 {
+		clear(rows)
+		for d := 1; d < len(s.shards); d++ {
+			s.shards[d].dev.Write(steps[d].ffnOut, rows)
+		}
+	}
+	return ids, nil
 }
 
 func growIDs(s []int32, n int) []int32 {

@@ -53,6 +53,18 @@ type Options struct {
 	// with it (speculative decoding). Loading a model without one is then
 	// an error.
 	MTP bool
+	// CPUMoE runs the routed experts of every MoE block (the router, the
+	// top-k and the experts) on a CPU device of their own, and everything
+	// else (attention, norms, dense and shared-expert FFNs, the output head)
+	// on the Backend's devices: llama.cpp's --cpu-moe, the way a model whose
+	// experts do not fit a GPU runs on one. Each such block's normed hidden
+	// state crosses to the CPU and its routed sum back, once each way. On
+	// the cpu backend it changes where the products run, not their results.
+	CPUMoE bool
+	// NCPUMoE does the same for the MoE blocks among the first NCPUMoE
+	// blocks only (llama.cpp's --n-cpu-moe N; the MTP block is block
+	// Config.Layers). CPUMoE covers every block whatever NCPUMoE is.
+	NCPUMoE int
 }
 
 // Model is a loaded glm-dsa or deepseek2 model. It is immutable and may be
@@ -68,6 +80,12 @@ type Model struct {
 	coll    backend.Collective
 	shards  []*shard
 	mtp     bool // the MTP block is loaded (Options.MTP)
+	// experts is the CPU device of Options.CPUMoE / NCPUMoE (nil without),
+	// and cpuMoE[l] block l's router and routed experts on it (nil for the
+	// blocks whose experts are on the devices of the plan).
+	experts backend.Device
+	cpuMoE  []*moeShard
+	nCPUMoE int // blocks from 0 whose routed experts run on experts
 	// warnings are the metadata keys AllowUnknownKeys let through.
 	warnings []string
 }
@@ -103,9 +121,9 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 		}
 		warnings = append(warnings, strings.TrimPrefix(err.Error(), "model: ")+" (loaded anyway)")
 	}
-	if opts.TensorParallel < 0 || opts.Threads < 0 || opts.DeviceMemory < 0 {
-		return nil, fmt.Errorf("model: negative option: tensor parallelism %d, threads %d, device memory %d",
-			opts.TensorParallel, opts.Threads, opts.DeviceMemory)
+	if opts.TensorParallel < 0 || opts.Threads < 0 || opts.DeviceMemory < 0 || opts.NCPUMoE < 0 {
+		return nil, fmt.Errorf("model: negative option: tensor parallelism %d, threads %d, device memory %d, CPU MoE blocks %d",
+			opts.TensorParallel, opts.Threads, opts.DeviceMemory, opts.NCPUMoE)
 	}
 	if opts.MTP && cfg.NextN == 0 {
 		return nil, fmt.Errorf("model: %s: MTP asked for, but the model has no MTP block (%s.nextn_predict_layers is 0)", f.Path, cfg.Arch)
@@ -129,6 +147,18 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	}
 	m := &Model{cfg: cfg, w: w, file: f, plan: plan, devs: devs, coll: coll, warnings: warnings, mtp: opts.MTP}
 	m.attnCfg = m.newAttnConfig()
+	if m.nCPUMoE = min(opts.NCPUMoE, m.blocks()); opts.CPUMoE {
+		m.nCPUMoE = m.blocks()
+	}
+	if m.nCPUMoE > 0 {
+		experts, _, err := backend.Open("cpu", backend.Config{Devices: 1, Threads: opts.Threads, Fast: opts.Fast,
+			BatchInvariant: opts.BatchInvariant, NoRepack: opts.NoRepack})
+		if err != nil {
+			m.closeDevices()
+			return nil, fmt.Errorf("model: the CPU device for the routed experts (CPU MoE): %w", err)
+		}
+		m.experts = experts[0]
+	}
 	if err := m.upload(); err != nil {
 		m.closeDevices()
 		return nil, fmt.Errorf("model: %s: %w", f.Path, err)
@@ -168,7 +198,7 @@ func (m *Model) Config() Config { return m.cfg }
 // file's mapped pages.
 func (m *Model) RepackedBytes() int64 {
 	var n int64
-	for _, d := range m.devs {
+	for _, d := range m.allDevices() {
 		if r, ok := d.(interface{ RepackedBytes() int64 }); ok {
 			n += r.RepackedBytes()
 		}
@@ -189,15 +219,29 @@ func (m *Model) Plan() Plan { return m.plan }
 // Devices returns the devices the model runs on (device d holds shard d).
 func (m *Model) Devices() []backend.Device { return m.devs }
 
+// allDevices returns the plan's devices and the routed experts' CPU device
+// when there is one.
+func (m *Model) allDevices() []backend.Device {
+	if m.experts == nil {
+		return m.devs
+	}
+	return append(m.devs[:len(m.devs):len(m.devs)], m.experts)
+}
+
+// CPUMoEBlocks returns how many blocks, from block 0, have their routed
+// experts on the CPU (Options.CPUMoE, NCPUMoE); blocks with a dense FFN
+// among them have none.
+func (m *Model) CPUMoEBlocks() int { return m.nCPUMoE }
+
 // closeDevices closes the model's devices.
 func (m *Model) closeDevices() error {
 	var first error
-	for _, d := range m.devs {
+	for _, d := range m.allDevices() {
 		if err := d.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
-	m.devs = nil
+	m.devs, m.experts = nil, nil
 	return first
 }
 

@@ -59,6 +59,19 @@ type Session struct {
 	parts  []backend.Buffer // per device, for collectives
 	tok    [1]int32
 	mtp    *mtpState // nil without SessionOptions.MTP
+	exp    expertScratch
+}
+
+// expertScratch is a session's buffers on the routed experts' CPU device
+// (Options.CPUMoE): the rows that cross to it, the routed sum that crosses
+// back, and the router's.
+type expertScratch struct {
+	x, out, logits, w backend.Scratch
+	ids               backend.ScratchIDs
+}
+
+func (e *expertScratch) bufs() []*backend.Scratch {
+	return []*backend.Scratch{&e.x, &e.out, &e.logits, &e.w}
 }
 
 // sessionShard is a Session's state on one device.
@@ -80,6 +93,7 @@ type sessionShard struct {
 type hostState struct {
 	a, b []float32
 	ids  []int32
+	moe  []float32 // the rows crossing to and from the experts' CPU device
 }
 
 // ErrContextFull is wrapped by the errors for tokens that would not fit
@@ -157,6 +171,12 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if opts.MTP {
 		d0 := s.shards[0].dev
 		s.mtp = &mtpState{next: make([]int32, opts.ContextSize), hidden: backend.Scratch{Dev: d0}, in: backend.Scratch{Dev: d0}, out: backend.Scratch{Dev: d0}}
+	}
+	if m.experts != nil {
+		for _, b := range s.exp.bufs() {
+			b.Dev = m.experts
+		}
+		s.exp.ids.Dev = m.experts
 	}
 	// moe sums shared-expert parts in s.parts, in a batched step too,
 	// where the session may never have run a forward of its own.
@@ -257,6 +277,10 @@ func (s *Session) Close() error {
 		s.mtp.in.Free()
 		s.mtp.out.Free()
 	}
+	for _, b := range s.exp.bufs() {
+		b.Free()
+	}
+	s.exp.ids.Free()
 	s.shards = nil
 	return nil
 }

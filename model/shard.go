@@ -32,7 +32,10 @@ type ffnShard struct {
 }
 
 // moeShard is a MoE block on one device: the router (replicated), the
-// device's experts and its part of the shared experts.
+// device's experts and its part of the shared experts. With the routed
+// experts on the CPU (Options.CPUMoE) the plan's devices hold only the
+// shared part, and the CPU device a moeShard of the router and every
+// expert.
 type moeShard struct {
 	router  backend.Weight
 	r       backend.Router
@@ -40,7 +43,8 @@ type moeShard struct {
 	shared  *ffnShard
 }
 
-// upload puts every device's shard of the trunk on it.
+// upload puts every device's shard of the trunk on it, and the routed
+// experts of the first nCPUMoE blocks on the experts' CPU device.
 func (m *Model) upload() error {
 	m.shards = make([]*shard, len(m.devs))
 	for d, dev := range m.devs {
@@ -50,7 +54,17 @@ func (m *Model) upload() error {
 		}
 		m.shards[d] = sh
 	}
-	return nil
+	if m.experts == nil {
+		return nil
+	}
+	u := &devUploader{dev: m.experts}
+	m.cpuMoE = make([]*moeShard, m.blocks())
+	for l := range m.nCPUMoE {
+		if mo := m.w.Layers[l].MoE; mo != nil {
+			m.cpuMoE[l] = u.routed(&m.cfg, fmt.Sprintf("blk.%d.", l), mo, 0, m.cfg.Experts)
+		}
+	}
+	return u.err
 }
 
 // devUploader uploads to one device, keeping the first error.
@@ -99,6 +113,25 @@ func (u *devUploader) ffn(f *FFN, lo, n int) *ffnShard {
 	return s
 }
 
+// routed uploads a MoE block's router and its experts [first, first+n).
+func (u *devUploader) routed(c *Config, pre string, mo *MoE, first, n int) *moeShard {
+	ms := &moeShard{router: u.matrix(mo.Router)}
+	ms.r = backend.Router{
+		Experts: c.Experts, Used: c.ExpertsUsed, Gating: backend.Gating(c.Gating),
+		Bias:   u.vector(pre+"exp_probs_b.bias", mo.Bias),
+		Groups: c.ExpGroups, GroupsUse: c.ExpGroupsUse,
+		NormWeights: c.ExpWeightsNorm, Scale: c.ExpWeightsScale,
+	}
+	ms.experts.First = first
+	for e := first; e < first+n; e++ {
+		x := &mo.Experts[e]
+		ms.experts.Gate = append(ms.experts.Gate, u.matrix(x.Gate))
+		ms.experts.Up = append(ms.experts.Up, u.matrix(x.Up))
+		ms.experts.Down = append(ms.experts.Down, u.matrix(x.Down))
+	}
+	return ms
+}
+
 func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 	c, p, w := &m.cfg, &m.plan, m.w
 	u := &devUploader{dev: dev}
@@ -129,19 +162,9 @@ func (m *Model) uploadShard(d int, dev backend.Device) (*shard, error) {
 			sl.dense = u.ffn(ly.Dense, d*p.FF, p.FF)
 		case ly.MoE != nil:
 			mo := ly.MoE
-			ms := &moeShard{router: u.matrix(mo.Router)}
-			ms.r = backend.Router{
-				Experts: c.Experts, Used: c.ExpertsUsed, Gating: backend.Gating(c.Gating),
-				Bias:   u.vector(pre+"exp_probs_b.bias", mo.Bias),
-				Groups: c.ExpGroups, GroupsUse: c.ExpGroupsUse,
-				NormWeights: c.ExpWeightsNorm, Scale: c.ExpWeightsScale,
-			}
-			ms.experts.First = d * p.Experts
-			for e := ms.experts.First; e < ms.experts.First+p.Experts; e++ {
-				x := &mo.Experts[e]
-				ms.experts.Gate = append(ms.experts.Gate, u.matrix(x.Gate))
-				ms.experts.Up = append(ms.experts.Up, u.matrix(x.Up))
-				ms.experts.Down = append(ms.experts.Down, u.matrix(x.Down))
+			ms := &moeShard{}
+			if l >= m.nCPUMoE {
+				ms = u.routed(c, pre, mo, d*p.Experts, p.Experts)
 			}
 			if mo.Shared != nil {
 				ms.shared = u.ffn(mo.Shared, d*p.SharedFF, p.SharedFF)

@@ -258,6 +258,14 @@ func TestFlagsCheckedBeforeLoad(t *testing.T) {
 		{append([]string{"logits"}, append(fwd, "-ctk", "x")...), `unknown KV cache type "x"`},
 		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "-ctk", "x")...), `unknown KV cache type "x"`},
 		{append(gen, "-ctk", "q8_0", "-ctv", "f16"), "-ctv f16 with -ctk q8_0"},
+		// --n-cpu-moe in every command that runs the model.
+		{append(gen, "--n-cpu-moe", "-1"), "--n-cpu-moe -1"},
+		{[]string{"chat", "-m", missing, "--n-cpu-moe", "-2"}, "--n-cpu-moe -2"},
+		{[]string{"serve", "-m", missing, "--n-cpu-moe", "-3"}, "--n-cpu-moe -3"},
+		{[]string{"bench", "-m", missing, "--n-cpu-moe", "-4"}, "--n-cpu-moe -4"},
+		{[]string{"perplexity", "-m", missing, "-f", missing, "--n-cpu-moe", "-5"}, "--n-cpu-moe -5"},
+		{append([]string{"logits"}, append(fwd, "--n-cpu-moe", "-6")...), "--n-cpu-moe -6"},
+		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "--n-cpu-moe", "-7")...), "--n-cpu-moe -7"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		if code != 2 || out != "" || countOf(errs, c.want) != 1 || strings.Contains(errs, "missing.gguf") {

@@ -81,6 +81,27 @@ func (c *cacheFlags) parse() (tensor.Type, error) {
 	return t, nil
 }
 
+// cpuMoEFlags are --cpu-moe and --n-cpu-moe (llama.cpp's names), which
+// every command that runs the model has.
+type cpuMoEFlags struct {
+	all bool
+	n   int
+}
+
+// register defines --cpu-moe and --n-cpu-moe on fs.
+func (c *cpuMoEFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&c.all, "cpu-moe", false, "run the routed experts of every MoE block on the CPU and the rest (attention, norms, shared experts, output head) on the backend's devices, as llama.cpp's --cpu-moe: for experts that do not fit a GPU; on the cpu backend the results are the same")
+	fs.IntVar(&c.n, "n-cpu-moe", 0, "the same for the MoE blocks among the first `N` blocks only (llama.cpp's --n-cpu-moe)")
+}
+
+// check returns a usage error naming the flag for a negative block count.
+func (c *cpuMoEFlags) check() error {
+	if c.n < 0 {
+		return usageErr("--n-cpu-moe %d: want >= 0", c.n)
+	}
+	return nil
+}
+
 // forwardFlags are the flags shared by the commands that run the model once
 // over a token sequence and look at what it computed (logits, dump): the
 // model, the tokens or the text, which path, and where it runs.
@@ -91,6 +112,7 @@ type forwardFlags struct {
 	force                        bool
 	threads, tp                  int
 	cache                        cacheFlags
+	cpuMoE                       cpuMoEFlags
 	cacheType                    tensor.Type // -ctk, parsed by check
 	ids                          []int32     // --tokens, parsed by check
 }
@@ -109,6 +131,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	ff.cache.register(fs)
+	ff.cpuMoE.register(fs)
 }
 
 // check validates every flag value (and the token list) before the model
@@ -128,6 +151,9 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 		return nil, err
 	}
 	if ff.cacheType, err = ff.cache.parse(); err != nil {
+		return nil, err
+	}
+	if err := ff.cpuMoE.check(); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {
@@ -159,7 +185,7 @@ func (ff *forwardFlags) load(stderr io.Writer, cmd string) (*gguf.File, *model.M
 			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, Fast: ff.fast, BatchInvariant: ff.invariant, NoRepack: ff.noRepack,
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, CPUMoE: ff.cpuMoE.all, NCPUMoE: ff.cpuMoE.n, Fast: ff.fast, BatchInvariant: ff.invariant, NoRepack: ff.noRepack,
 		Backend: ff.backend, AllowUnknownKeys: ff.force})
 	if err != nil {
 		f.Close()
