@@ -23,8 +23,11 @@
 // bit, double-precision sums where it uses float64, its dot-product order
 // in attention and the indexer), so results agree within float rounding.
 // KV caches (AllocType) are f32, f16, bf16 or Q8_0, rounded as package
-// tensor rounds and read in place by decode and the indexer (the prefill
-// widens them to float32 once per call). Known limits: products run in
+// tensor rounds and read in place by attention and the indexer. Prompts
+// and decode steps attend in the absorbed form with an online softmax
+// (mla_attend_f32), so attention's scratch does not grow with the context.
+// Known limits: one block per query and head reads the latent rows once
+// per head (no split-K across keys yet); products run in
 // f32 on CUDA cores (no mma.sync yet); the MoE dispatch reads the routing
 // ids back to the host; the DSA and router top-k rank by counting
 // (quadratic in the number of keys); collectives stage through host

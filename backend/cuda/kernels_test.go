@@ -478,6 +478,51 @@ func TestKernels(t *testing.T) {
 		}
 	})
 
+	// Past one tile of mla_attend_f32's online softmax: keys whose scores
+	// grow with their position make every tile raise the running maximum,
+	// so the sums of the tiles before are rescaled. The device's scratch
+	// does not grow with the keys: no score matrix, no per-key k_nope or v.
+	t.Run("AttentionLong", func(t *testing.T) {
+		const T, pos0 = 3, 2*attnThreads + 41
+		mp := backend.MLAParams{Heads: 2, DNope: 32, DRope: 8, DV: 32, KVRank: 64, Tau: 0.15, TopK: attnThreads + 20}
+		H, dn, dr, dv, kr := mp.Heads, mp.DNope, mp.DRope, mp.DV, mp.KVRank
+		nKV := pos0 + T
+		gkb, ckb := p.weight(p.randMatrix(tensor.F32, H*kr, dn))
+		gvb, cvb := p.weight(p.randMatrix(tensor.F32, H*dv, kr))
+		// q_pe near 1 and k_pe growing with the key's position.
+		q := make([]float32, 0, T*H*(dn+dr))
+		for range T * H {
+			q = append(append(q, p.vec(dn, 0, 0.3)...), p.vec(dr, 1, 0.3)...)
+		}
+		gq, cq := p.buf(q)
+		lat := make([]float32, 0, nKV*(kr+dr))
+		for k := range nKV {
+			lat = append(append(lat, p.vec(kr, 0, 1)...), p.vec(dr, 10*float64(k)/float64(nKV), 1)...)
+		}
+		gl, cl := p.buf(lat)
+		sel := make([]int32, T*mp.TopK)
+		for t := range T {
+			for i := range mp.TopK {
+				sel[t*mp.TopK+i] = int32(2 * i) // every other key, past the first tile
+			}
+		}
+		gs, cs := p.selection(sel)
+		scratch := func() (n int64) {
+			for _, m := range p.g.scratch {
+				n += m.bytes
+			}
+			return n
+		}
+		gd, _ := p.zeros(T * H * dv)
+		p.g.AttentionPrefill(gd, gq, gl, gkb, gvb, nil, T, 0, mp)
+		p.g.AttentionDecode(gd, gq, gl, gkb, gvb, nil, T, 0, mp)
+		before := scratch()
+		p.compareAttention("long", T, pos0, mp, gq, cq, gl, cl, gkb, ckb, gvb, cvb, gs, cs)
+		if after := scratch(); after != before {
+			t.Errorf("scratch grew from %d to %d bytes with %d keys instead of %d", before, after, nKV, T)
+		}
+	})
+
 	t.Run("CacheTypes", func(t *testing.T) {
 		// Rows written through Copy into views of a cache, as the
 		// attention layers do, read back bit for bit as the CPU stores

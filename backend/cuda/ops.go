@@ -188,59 +188,43 @@ func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0
 		d.idsPtr(sel), rank.ptr, score.ptr, i32(nKV), i32(pos0), i32(p.TopK))
 }
 
-// AttentionPrefill is MLA in the decompressed form (docs/MATH.md 3.2).
+// AttentionPrefill is MLA over the T queries of a prompt. It takes the
+// absorbed form, as AttentionDecode does (llama.cpp's for prompts too):
+// the decompressed form's per-key k_nope and v ([nKV, H, dn+dv] floats)
+// and a score matrix would grow with the context, where the absorbed
+// form's online softmax holds only the queries' [T, H, kr] values.
 func (d *Device) AttentionPrefill(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
-	if T == 0 {
-		return
-	}
-	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
-	nKV := pos0 + T
-	kw, vw := d.weight(kb), d.weight(vb)
-	d.checkMLA("AttentionPrefill", kqv, q, latent, kw, vw, sel, T, nKV, p)
-	if lp, lty := d.cachePtr(latent); lty != int32(tensor.F32) {
-		// The prefill reads every row several times: once widened to
-		// float32 (as the CPU's prefill does) they are the float32 path's.
-		n := nKV * (kr + dr)
-		f := d.scratchF32("mla.latent", n)
-		d.elementwise("cache_load_f32", n, f.ptr, lp, lty, i32(n))
-		latent = f
-	}
-	// W_UK of this device's heads, dequantized: [H·kr, dn].
-	kbf := d.scratchF32("mla.kb", H*kr*dn)
-	d.run("get_rows_"+mmTypes[kw.typ], dim3{uint32(H * kr), 1, 1}, dim3{64, 1, 1}, 0,
-		kbf.ptr, kw.m.ptr, uint64(0), i32(dn), i32(kw.rowBytes))
-	// k_nope for every key and head: [nKV, H, dn].
-	knope := d.scratchF32("mla.knope", nKV*H*dn)
-	d.run("mla_knope_f32", dim3{uint32(nKV), uint32(H), 1}, dim3{64, 1, 1}, 0,
-		knope.ptr, d.ptr(latent), kbf.ptr, i32(H), i32(kr), i32(dr), i32(dn))
-	// v = W_UV c for every key: [nKV, H·dv].
-	vals := d.scratchF32("mla.vals", nKV*H*dv)
-	d.mm(vals.ptr, d.ptr(latent), vw, H*dv, nKV, kr+dr, H*dv, 1, 0, 0)
-	scores := d.scratchF32("mla.scores", T*H*nKV)
-	d.run("mla_prefill_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
-		d.ptr(kqv), scores.ptr, d.ptr(q), knope.ptr, d.ptr(latent), vals.ptr, d.idsPtr(sel),
-		i32(H), i32(dn), i32(dr), i32(dv), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
+	d.attendAbsorbed("AttentionPrefill", kqv, q, latent, kb, vb, sel, T, pos0, p)
 }
 
 // AttentionDecode is MLA in the absorbed form (docs/MATH.md 3.3).
 func (d *Device) AttentionDecode(kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
+	d.attendAbsorbed("AttentionDecode", kqv, q, latent, kb, vb, sel, T, pos0, p)
+}
+
+// attnThreads is the block size of mla_attend_f32: the keys of one tile of
+// its online softmax.
+const attnThreads = 128
+
+// attendAbsorbed computes q̃_h = W_UK_hᵀ q_nope_h, then mla_attend_f32's
+// ô_h over the latent rows as the cache stores them, then o_h = W_UV_h ô_h.
+func (d *Device) attendAbsorbed(op string, kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
 	if T == 0 {
 		return
 	}
 	H, dn, dr, dv, kr := p.Heads, p.DNope, p.DRope, p.DV, p.KVRank
 	nKV := pos0 + T
 	kw, vw := d.weight(kb), d.weight(vb)
-	d.checkMLA("AttentionDecode", kqv, q, latent, kw, vw, sel, T, nKV, p)
-	// q̃_h = W_UK_hᵀ q_nope_h: per head, attn_k_b rows [h·kr, (h+1)·kr).
+	d.checkMLA(op, kqv, q, latent, kw, vw, sel, T, nKV, p)
+	// Per head, attn_k_b rows [h·kr, (h+1)·kr).
 	qabs := d.scratchF32("mla.qabs", T*H*kr)
 	d.mm(qabs.ptr, d.ptr(q), kw, kr, T, H*(dn+dr), H*kr, H, dn+dr, kr)
 	oabs := d.scratchF32("mla.oabs", T*H*kr)
-	scores := d.scratchF32("mla.scores", T*H*nKV)
 	lp, lty := d.cachePtr(latent)
-	d.run("mla_decode_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
-		oabs.ptr, scores.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
-		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(nKV), i32(p.TopK), p.Tau)
-	// o_h = W_UV_h ô_h.
+	shared := uint32(4 * (2*kr + dr + attnThreads))
+	d.run("mla_attend_f32", dim3{uint32(T), uint32(H), 1}, dim3{attnThreads, 1, 1}, shared,
+		oabs.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
+		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(p.TopK), p.Tau)
 	d.mm(d.ptr(kqv), oabs.ptr, vw, dv, T, H*kr, H*dv, H, kr, dv)
 }
 

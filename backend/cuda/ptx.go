@@ -44,7 +44,6 @@ func Signatures() map[string]string {
 		"scale_f32":          "pfi",
 		"copy_f32":           "ppi",
 		"cache_store_f32":    "ppii",
-		"cache_load_f32":     "ppii",
 		"fill_u8":            "pip", // the byte count is 64-bit
 		"fill_f32":           "pfi",
 		"swiglu_f32":         "pppi",
@@ -52,9 +51,7 @@ func Signatures() map[string]string {
 		"router_topk_f32":    "ppppiiiiiif",
 		"indexer_scores_f32": "ppppiiiii",
 		"topk_rows_i32":      "pppiii",
-		"mla_knope_f32":      "pppiiii",
-		"mla_prefill_f32":    "pppppppiiiiiiiif",
-		"mla_decode_f32":     "pppppipiiiiiiif",
+		"mla_attend_f32":     "ppppipiiiiiif",
 		"gather_rows_f32":    "pppi",
 		"moe_scatter_f32":    "ppppi",
 		"moe_sum_f32":        "ppii",

@@ -25,13 +25,6 @@ KERNEL cache_store_f32(u8 *dst, const float *src, int ty, int n) {
 }
 GLM_REGISTER(cache_store_f32)
 
-// cache_load_f32: dst = the n values of the cache at src (type ty) as
-// float32.
-KERNEL cache_load_f32(float *dst, const u8 *src, int ty, int n) {
-	FOR_EACH_UNIT(i, n) dst[i] = cache_at(src, ty, i);
-}
-GLM_REGISTER(cache_load_f32)
-
 // fill_u8: n bytes at p = v (a new cache's zeros: zero bytes are zero
 // values in every cache type).
 KERNEL fill_u8(u8 *p, int v, u64 n) {
