@@ -25,12 +25,13 @@
 // KV caches (AllocType) are f32, f16, bf16 or Q8_0, rounded as package
 // tensor rounds and read in place by attention and the indexer. Prompts
 // and decode steps attend in the absorbed form with an online softmax
-// (mla_attend_f32), so attention's scratch does not grow with the context.
+// (mla_attend_f32), so attention's scratch does not grow with the context;
+// the DSA top-k is a radix select (four passes over a query's scores).
 // Known limits: one block per query and head reads the latent rows once
-// per head (no split-K across keys yet); products run in
-// f32 on CUDA cores (no mma.sync yet); the MoE dispatch reads the routing
-// ids back to the host; the DSA and router top-k rank by counting
-// (quadratic in the number of keys); collectives stage through host
+// per head (no split-K across keys yet); the indexer's [T, keys] scores
+// are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
+// MoE dispatch reads the routing ids back to the host; the router's top-k
+// over the experts ranks by counting; collectives stage through host
 // memory (no NCCL or peer copies yet); Config.Fast is ignored.
 package cuda
 

@@ -451,6 +451,28 @@ func TestKernels(t *testing.T) {
 		p.compareIDs("IndexerTopK short", gs, cs)
 	})
 
+	// The radix select past one scan chunk (256 keys), with the K-th best
+	// score shared by many keys: 700 keys that repeat 9 distinct rows (and
+	// the scores that relu leaves at 0), so the selection must take the
+	// lowest-indexed of the tied keys, and the keys above the K-th, in
+	// index order. 70 queries: two blocks of the scores' query blocking.
+	t.Run("IndexerTopKTies", func(t *testing.T) {
+		const T, pos0 = indexQueryBlock + 6, 697
+		ip := backend.IndexerParams{Heads: 4, Dim: 16, TopK: 150}
+		gq, cq := p.buf(p.vec(T*ip.Heads*ip.Dim, 0, 1))
+		gw, cw := p.buf(p.vec(T*ip.Heads, 0.5, 0.5))
+		rows := p.vec(9*ip.Dim, 0, 1)
+		keys := make([]float32, 0, (pos0+T)*ip.Dim)
+		for k := range pos0 + T {
+			keys = append(keys, rows[k%9*ip.Dim:][:ip.Dim]...)
+		}
+		gk, ck := p.buf(keys)
+		gs, cs := p.ids(T * ip.TopK)
+		p.g.IndexerTopK(gs, gq, gw, gk, T, pos0, ip)
+		p.c.IndexerTopK(cs, cq, cw, ck, T, pos0, ip)
+		p.compareIDs("IndexerTopK ties", gs, cs)
+	})
+
 	t.Run("Attention", func(t *testing.T) {
 		const T, pos0 = 4, 5
 		mp := backend.MLAParams{Heads: 2, DNope: 32, DRope: 8, DV: 32, KVRank: 64, Tau: 0.15, TopK: 5}

@@ -179,14 +179,24 @@ func (d *Device) IndexerTopK(sel backend.IDs, q, w, keys backend.Buffer, T, pos0
 	if sel.Len() < T*p.TopK || q.Len() < T*p.Heads*p.Dim || w.Len() < T*p.Heads || keys.Len() < nKV*p.Dim {
 		panic(fmt.Sprintf("%s: IndexerTopK: shapes do not match T=%d pos0=%d %+v", d.Name(), T, pos0, p))
 	}
-	score := d.scratchF32("indexer.score", T*nKV)
-	rank := d.scratchIDs("indexer.rank", T*nKV)
+	B := min(T, indexQueryBlock)
+	score := d.scratchF32("indexer.score", B*nKV)
 	kp, kty := d.cachePtr(keys)
-	d.run("indexer_scores_f32", dim3{cdiv(nKV, 128), uint32(T), 1}, dim3{128, 1, 1}, 0,
-		score.ptr, d.ptr(q), d.ptr(w), kp, kty, i32(p.Heads), i32(p.Dim), i32(pos0), i32(nKV))
-	d.run("topk_rows_i32", dim3{uint32(T), 1, 1}, dim3{256, 1, 1}, 0,
-		d.idsPtr(sel), rank.ptr, score.ptr, i32(nKV), i32(pos0), i32(p.TopK))
+	qp, wp, sp := d.ptr(q), d.ptr(w), d.idsPtr(sel)
+	for t0 := 0; t0 < T; t0 += B {
+		b, p0 := min(B, T-t0), pos0+t0
+		d.run("indexer_scores_f32", dim3{cdiv(p0+b, 128), uint32(b), 1}, dim3{128, 1, 1}, 0,
+			score.ptr, qp+uint64(4*t0*p.Heads*p.Dim), wp+uint64(4*t0*p.Heads), kp, kty,
+			i32(p.Heads), i32(p.Dim), i32(p0), i32(nKV))
+		d.run("topk_rows_i32", dim3{uint32(b), 1, 1}, dim3{256, 1, 1}, 0,
+			sp+uint64(4*t0*p.TopK), score.ptr, i32(nKV), i32(p0), i32(p.TopK))
+	}
 }
+
+// indexQueryBlock is the most queries whose indexer scores exist at once:
+// a prompt's queries are scored and ranked a block at a time, so the
+// scores take [64, keys] floats, not [T, keys].
+const indexQueryBlock = 64
 
 // AttentionPrefill is MLA over the T queries of a prompt. It takes the
 // absorbed form, as AttentionDecode does (llama.cpp's for prompts too):

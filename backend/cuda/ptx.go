@@ -50,7 +50,7 @@ func Signatures() map[string]string {
 		"softmax_f32":        "pii",
 		"router_topk_f32":    "ppppiiiiiif",
 		"indexer_scores_f32": "ppppiiiii",
-		"topk_rows_i32":      "pppiii",
+		"topk_rows_i32":      "ppiii",
 		"mla_attend_f32":     "ppppipiiiiiif",
 		"gather_rows_f32":    "pppi",
 		"moe_scatter_f32":    "ppppi",
