@@ -4,8 +4,9 @@
 # driver). It prints the devices, then runs backend/cuda's tests on the
 # real driver (GLMRUN_CUDA=1): the binding, every kernel against the CPU
 # backend (max relative error per kernel), the golden models through the
-# CUDA backend at TP=1 and TP=2,4,… up to the GPU count against the CPU
-# backend and llama.cpp's references, decode tokens/s and matvec GB/s;
+# CUDA backend at TP=1 and TP=2,4,… up to the GPU count or 4 (more devices
+# than GPUs are logical devices sharing them) against the CPU backend and
+# llama.cpp's references, decode tokens/s and matvec GB/s;
 # then one CLI generation with --backend cuda. A short summary goes to
 # $OUT/gpu-check-summary.txt (OUT defaults to .gpu-check/out).
 #
@@ -114,5 +115,13 @@ for b in cuda cpu; do
 		>"$OUT/bench-$b.out" 2>&1 || brc=1
 	grep -E '^\| .*(pp|tg)[0-9]' "$OUT/bench-$b.out" | sed "s/^/  $b /" | tee -a "$S"
 	tail -n 1 "$OUT/bench-$b.out" | sed "s/^/  $b: /" | tee -a "$S"
+done
+# Tensor parallelism on the GPUs there are: TP 2 and 4 (logical devices
+# where the GPUs are fewer).
+for tp in 2 4; do
+	timeout -k 5 60 "$BIN/glmrun" bench -m "$OUT/flash2.gguf" --backend cuda --tp $tp -p 512 -n 64 -r 1 \
+		>"$OUT/bench-cuda-tp$tp.out" 2>&1 || brc=1
+	grep -E '^\| .*(pp|tg)[0-9]' "$OUT/bench-cuda-tp$tp.out" | sed "s/^/  cuda tp $tp /" | tee -a "$S"
+	tail -n 1 "$OUT/bench-cuda-tp$tp.out" | sed "s/^/  cuda tp $tp: /" | tee -a "$S"
 done
 [ $rc -eq 0 ] && [ $crc -eq 0 ] && [ $drc -eq 0 ] && [ $brc -eq 0 ]

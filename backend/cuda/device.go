@@ -19,6 +19,7 @@ type Device struct {
 	mod    *module
 	sigs   map[string]string
 	budget int64
+	perGPU int // logical devices sharing this device's GPU (Open)
 
 	mu   sync.Mutex // guards used and err
 	used int64
@@ -97,8 +98,14 @@ func (w *weight) Rows() int         { return w.rows }
 func (w *weight) Cols() int         { return w.cols }
 func (w *weight) Bytes() int64      { return w.m.bytes }
 
-// Name returns "cuda:N".
-func (d *Device) Name() string { return fmt.Sprintf("cuda:%d", d.index) }
+// Name returns "cuda:N", or "cuda:N (on GPU G)" for a logical device
+// that shares GPU G with others (Open).
+func (d *Device) Name() string {
+	if d.perGPU > 1 {
+		return fmt.Sprintf("cuda:%d (on GPU %d)", d.index, d.g.ordinal)
+	}
+	return fmt.Sprintf("cuda:%d", d.index)
+}
 
 // Budget returns the memory budget in bytes.
 func (d *Device) Budget() int64 { return d.budget }

@@ -2,8 +2,11 @@ package cuda
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -34,15 +37,16 @@ type goldenRef struct {
 
 // goldenTPs returns the tensor-parallel degrees to run: 1 and 2 on the
 // fake driver (two fake devices); on GPUs 1 and every power of two up to
-// $GLMRUN_CUDA_DEVICES.
+// $GLMRUN_CUDA_DEVICES or 4, whichever is more.
 func goldenTPs(t *testing.T) []int {
 	if !onGPU() {
 		t.Setenv("FAKECUDA_DEVICES", "2")
 		return []int{1, 2}
 	}
+	// 2 and 4 run on logical devices where there are fewer GPUs (Open).
 	n, _ := strconv.Atoi(os.Getenv("GLMRUN_CUDA_DEVICES"))
 	tps := []int{1}
-	for tp := 2; tp <= n; tp *= 2 {
+	for tp := 2; tp <= max(n, 4); tp *= 2 {
 		tps = append(tps, tp)
 	}
 	return tps
@@ -247,4 +251,60 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// TestLogicalDevices: tensor parallelism over more devices than GPUs runs
+// on logical devices that share them (one fake GPU here): each has its own
+// share of the GPU's memory and its name says which GPU it is on, and the
+// logits equal those of the same split over as many GPUs, bit for bit,
+// for TP 2 and 4.
+func TestLogicalDevices(t *testing.T) {
+	useFake(t)
+	if onGPU() {
+		t.Skip("the fake driver's GPU count is set here; on GPUs TestGoldenForward runs TP over logical devices")
+	}
+	path := testmodels.Path(t, "glm5-mini.Q8_0")
+	var ref goldenRef
+	if err := json.Unmarshal(testmodels.Ref(t, "glm5-mini.Q8_0.deq-F32.P1"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	logits := func(tp int) [][]float32 {
+		m, err := model.Load(path, model.Options{Backend: "cuda", Threads: 1, TensorParallel: tp})
+		if err != nil {
+			t.Fatalf("tp %d: %v", tp, err)
+		}
+		defer m.Close()
+		s, err := m.NewSession(model.SessionOptions{ContextSize: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		rows, err := s.Prefill(ref.Prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	for _, tp := range []int{2, 4} {
+		t.Setenv("FAKECUDA_DEVICES", strconv.Itoa(tp))
+		want := logits(tp)
+		t.Setenv("FAKECUDA_DEVICES", "1")
+		devs := openFake(t, backend.Config{Devices: tp})
+		if name := devs[tp-1].Name(); name != fmt.Sprintf("cuda:%d (on GPU 0)", tp-1) {
+			t.Errorf("tp %d on one GPU: device %d is named %q", tp, tp-1, name)
+		}
+		if b, total := devs[0].Budget(), devs[0].g.total; b != int64(total)/int64(tp) {
+			t.Errorf("tp %d on one GPU: a device's budget is %d of the GPU's %d", tp, b, total)
+		}
+		got := logits(tp)
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Fatalf("tp %d on one GPU: logits of token %d differ from tp %d on %d GPUs", tp, i, tp, tp)
+			}
+		}
+	}
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	if _, err := OpenDevices(backend.Config{Devices: 3}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("3 devices on 2 GPUs: %v, want ErrNoDevice (not a multiple)", err)
+	}
 }

@@ -12,8 +12,12 @@ func init() { backend.Register("cuda", Open) }
 // Open loads the driver, opens c.Devices GPUs (ordinals 0 …), loads the
 // kernel module on each and returns them with the collective that joins
 // them. c.Memory is the per-device budget (0: the device's memory).
-// Without a driver or enough devices it returns an error wrapping
-// ErrNoDriver or ErrNoDevice.
+// More devices than GPUs are logical devices spread evenly over them
+// (device i on GPU i mod GPUs, each with its own stream, kernels and an
+// equal share of the GPU's memory), so that one GPU can run tensor
+// parallelism; the count must then be a multiple of the GPUs. Without a
+// driver or enough devices it returns an error wrapping ErrNoDriver or
+// ErrNoDevice.
 func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	devs, err := OpenDevices(c)
 	if err != nil {
@@ -49,9 +53,11 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 	if err := drv.check("cuDeviceGetCount", drv.cuDeviceGetCount(&n)); err != nil {
 		return nil, err
 	}
-	if int(n) < c.Devices {
-		return nil, fmt.Errorf("%w: %d requested, %d present", ErrNoDevice, c.Devices, n)
+	if int(n) < c.Devices && (n < 1 || c.Devices%int(n) != 0) {
+		return nil, fmt.Errorf("%w: %d requested, %d present (more devices than GPUs share them evenly: ask for a multiple of %d)",
+			ErrNoDevice, c.Devices, n, n)
 	}
+	perGPU := max(1, c.Devices/int(n))
 	sigs := Signatures()
 	names := make([]string, 0, len(sigs))
 	for name := range sigs {
@@ -64,14 +70,14 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 		}
 	}
 	for i := 0; i < c.Devices; i++ {
-		g, err := newGPU(drv, i)
+		g, err := newGPU(drv, i%int(n))
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("cuda:%d: %w", i, err)
 		}
-		d := &Device{g: g, index: i, sigs: sigs, budget: c.Memory}
+		d := &Device{g: g, index: i, sigs: sigs, budget: c.Memory, perGPU: perGPU}
 		if d.budget == 0 {
-			d.budget = int64(g.total)
+			d.budget = int64(g.total) / int64(perGPU)
 		}
 		devs = append(devs, d)
 		if d.mod, err = g.loadModule(ptxSource, names); err != nil {
