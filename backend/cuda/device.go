@@ -19,7 +19,8 @@ type Device struct {
 	mod    *module
 	sigs   map[string]string
 	budget int64
-	perGPU int // logical devices sharing this device's GPU (Open)
+	perGPU int  // logical devices sharing this device's GPU (Open)
+	fast   bool // Config.Fast: quantized activations where a kernel has them (mmvq)
 
 	mu   sync.Mutex // guards used and err
 	used int64

@@ -32,7 +32,10 @@
 // are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
 // MoE dispatch reads the routing ids back to the host; the router's top-k
 // over the experts ranks by counting; collectives stage through host
-// memory (no NCCL or peer copies yet); Config.Fast is ignored.
+// memory (no NCCL or peer copies yet). Config.Fast quantizes the
+// activations of products with Q8_0 weights to Q8_0 and takes dp4a integer
+// dot products, a warp a weight row (mmvq_q8_0), as the CPU's fast path
+// does; the other types' products stay dequantizing float32 ones.
 package cuda
 
 //go:generate sh gen.sh

@@ -646,3 +646,25 @@ func TestKernels(t *testing.T) {
 		}
 	})
 }
+
+// TestFastMatMul: on the fast path (Config.Fast) a Q8_0 product quantizes
+// the activations to Q8_0 and takes integer dot products (mmvq_q8_0), as
+// the CPU's fast device does: the two agree within float rounding of the
+// block sums, which a quant rounded the other way would exceed. Rows that
+// do not fill the block's warps, rows shorter than a warp's 32 blocks and
+// rows of several blocks a lane, one token and several.
+func TestFastMatMul(t *testing.T) {
+	g := openFake(t, backend.Config{Devices: 1, Fast: true})[0]
+	c := cpu.NewFastDevice(0, 1, 0)
+	t.Cleanup(func() { c.Close() })
+	p := &pair{t: t, g: g, c: c, r: rand.New(rand.NewPCG(5, 9)), err: map[string]float64{}}
+	defer p.report()
+	for _, sh := range []struct{ rows, cols, n int }{{37, 96, 1}, {8, 4096, 1}, {13, 1056, 3}, {5, 2048, 7}} {
+		gw, cw := p.weight(p.randMatrix(tensor.Q8_0, sh.rows, sh.cols))
+		gx, cx := p.buf(p.vec(sh.n*sh.cols, 0, 1))
+		gd, cd := p.zeros(sh.n * sh.rows)
+		p.g.MatMul(gd, gx, sh.n, gw)
+		p.c.MatMul(cd, cx, sh.n, cw)
+		p.compare(fmt.Sprintf("fast MatMul Q8_0 %dx%d, %d tokens", sh.rows, sh.cols, sh.n), gd, cd)
+	}
+}

@@ -75,7 +75,7 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 			closeAll()
 			return nil, fmt.Errorf("cuda:%d: %w", i, err)
 		}
-		d := &Device{g: g, index: i, sigs: sigs, budget: c.Memory, perGPU: perGPU}
+		d := &Device{g: g, index: i, sigs: sigs, budget: c.Memory, perGPU: perGPU, fast: c.Fast}
 		if d.budget == 0 {
 			d.budget = int64(g.total) / int64(perGPU)
 		}

@@ -52,6 +52,8 @@ func Signatures() map[string]string {
 		"indexer_scores_f32": "ppppiiiii",
 		"topk_rows_i32":      "ppiii",
 		"mla_attend_f32":     "ppppipiiiiiif",
+		"quantize_q8_0_f32":  "ppiii",
+		"mmvq_q8_0":          "pppiiiii",
 		"gather_rows_f32":    "pppi",
 		"moe_scatter_f32":    "ppppi",
 		"moe_sum_f32":        "ppii",

@@ -53,6 +53,13 @@ extern "C" void *glm_sim_dynamic_shared(void);
 #define KERNEL extern "C" void
 
 DEV float shfl_xor(float v, int mask) { return glm_sim_shfl_xor(v, mask); }
+// dp4a is PTX's dp4a.s32.s32: c plus the products of a's and b's four
+// signed bytes.
+DEV int dp4a(int a, int b, int c) {
+	for (int k = 0; k < 32; k += 8)
+		c += (int)(signed char)(a >> k) * (int)(signed char)(b >> k);
+	return c;
+}
 
 DEV float half_to_float(u16 h) {
 	u32 sign = (u32)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, bits;
@@ -116,6 +123,11 @@ DEV float glm_sqrtf(float x) { return __builtin_sqrtf(x); }
 #define GLM_REGISTER(name)
 
 DEV float shfl_xor(float v, int mask) { return __nvvm_shfl_sync_bfly_f32(0xffffffffu, v, mask, 31); }
+DEV int dp4a(int a, int b, int c) {
+	int r;
+	asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+	return r;
+}
 DEV float half_to_float(u16 h) {
 	float f;
 	asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
