@@ -27,6 +27,7 @@ type Device struct {
 	err  error // first fault (sticky)
 
 	scratch map[string]*mem
+	experts map[*backend.Experts]*expertTab // MoE's weight pointer tables
 }
 
 // mem is one device allocation.
@@ -286,6 +287,13 @@ func (d *Device) Close() error {
 	err := d.Sync()
 	for _, m := range d.scratch {
 		d.release(m)
+	}
+	for _, t := range d.experts {
+		for _, m := range t.mem {
+			if m != nil && m.ptr != 0 {
+				d.release(m)
+			}
+		}
 	}
 	if d.mod != nil {
 		if e := d.g.unload(d.mod); e != nil && err == nil {

@@ -26,12 +26,14 @@
 // tensor rounds and read in place by attention and the indexer. Prompts
 // and decode steps attend in the absorbed form with an online softmax
 // (mla_attend_f32), so attention's scratch does not grow with the context;
-// the DSA top-k is a radix select (four passes over a query's scores).
+// the DSA top-k is a radix select (four passes over a query's scores);
+// MoE sorts the routed slots by expert on the device and runs every
+// expert with rows in one launch per projection, through a table of the
+// experts' weight pointers, so the routing never returns to the host.
 // Known limits: one block per query and head reads the latent rows once
 // per head (no split-K across keys yet); the indexer's [T, keys] scores
 // are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
-// MoE dispatch reads the routing ids back to the host; the router's top-k
-// over the experts ranks by counting; collectives stage through host
+// router's top-k over the experts ranks by counting; collectives stage through host
 // memory (no NCCL or peer copies yet). Config.Fast quantizes the
 // activations of products with Q8_0 weights to Q8_0 and takes dp4a integer
 // dot products, a warp a weight row (mmvq_q8_0), as the CPU's fast path

@@ -613,38 +613,47 @@ func TestKernels(t *testing.T) {
 		}
 	})
 
-	t.Run("MoE", func(t *testing.T) {
-		const T, X, K, E, F = 5, 4, 2, 64, 32
-		var gate, up, down []backend.Matrix
-		for range X {
-			gate = append(gate, p.randMatrix(tensor.Q8_0, F, E))
-			up = append(up, p.randMatrix(tensor.Q8_0, F, E))
-			down = append(down, p.randMatrix(tensor.Q8_0, E, F))
+	t.Run("MoE", func(t *testing.T) { p.moe(4, 5, 2, [][2]int{{0, 4}, {2, 2}}) })
+	// More experts than routed slots: most have no rows, and the launches'
+	// expert dimension covers only those with rows (moe_sort_i32's list);
+	// a device may hold only experts that got no token.
+	t.Run("MoEManyExperts", func(t *testing.T) { p.moe(16, 3, 2, [][2]int{{0, 16}, {8, 8}, {12, 4}}) })
+}
+
+// moe compares MoE with X experts of which each of T tokens uses K, for
+// devices holding the experts spans[i] = {first, count}.
+func (p *pair) moe(X, T, K int, spans [][2]int) {
+	p.t.Helper()
+	const E, F = 64, 32
+	var gate, up, down []backend.Matrix
+	for range X {
+		gate = append(gate, p.randMatrix(tensor.Q8_0, F, E))
+		up = append(up, p.randMatrix(tensor.Q8_0, F, E))
+		down = append(down, p.randMatrix(tensor.Q8_0, E, F))
+	}
+	gl, cl := p.buf(p.vec(T*X, 0, 2))
+	gi, ci := p.ids(T * K)
+	gwt, cwt := p.zeros(T * K)
+	r := backend.Router{Experts: X, Used: K, Gating: backend.GatingSoftmax, Groups: 1, NormWeights: true}
+	p.g.RouterTopK(gi, gwt, gl, T, &r)
+	p.c.RouterTopK(ci, cwt, cl, T, &r)
+	gx, cx := p.buf(p.vec(T*E, 0, 1))
+	for _, span := range spans {
+		var ge, ce backend.Experts
+		ge.First, ce.First = span[0], span[0]
+		for i := span[0]; i < span[0]+span[1]; i++ {
+			g, c := p.weight(gate[i])
+			ge.Gate, ce.Gate = append(ge.Gate, g), append(ce.Gate, c)
+			g, c = p.weight(up[i])
+			ge.Up, ce.Up = append(ge.Up, g), append(ce.Up, c)
+			g, c = p.weight(down[i])
+			ge.Down, ce.Down = append(ge.Down, g), append(ce.Down, c)
 		}
-		gl, cl := p.buf(p.vec(T*X, 0, 2))
-		gi, ci := p.ids(T * K)
-		gwt, cwt := p.zeros(T * K)
-		r := backend.Router{Experts: X, Used: K, Gating: backend.GatingSoftmax, Groups: 1, NormWeights: true}
-		p.g.RouterTopK(gi, gwt, gl, T, &r)
-		p.c.RouterTopK(ci, cwt, cl, T, &r)
-		gx, cx := p.buf(p.vec(T*E, 0, 1))
-		for _, span := range [][2]int{{0, X}, {2, 2}} { // all experts; the second half (expert parallel)
-			var ge, ce backend.Experts
-			ge.First, ce.First = span[0], span[0]
-			for i := span[0]; i < span[0]+span[1]; i++ {
-				g, c := p.weight(gate[i])
-				ge.Gate, ce.Gate = append(ge.Gate, g), append(ce.Gate, c)
-				g, c = p.weight(up[i])
-				ge.Up, ce.Up = append(ge.Up, g), append(ce.Up, c)
-				g, c = p.weight(down[i])
-				ge.Down, ce.Down = append(ge.Down, g), append(ce.Down, c)
-			}
-			gd, cd := p.zeros(T * E)
-			p.g.MoE(gd, gx, T, gi, gwt, &ge)
-			p.c.MoE(cd, cx, T, ci, cwt, &ce)
-			p.compare(fmt.Sprintf("MoE experts %d+%d", span[0], span[1]), gd, cd)
-		}
-	})
+		gd, cd := p.zeros(T * E)
+		p.g.MoE(gd, gx, T, gi, gwt, &ge)
+		p.c.MoE(cd, cx, T, ci, cwt, &ce)
+		p.compare(fmt.Sprintf("MoE of %d experts: %d+%d", X, span[0], span[1]), gd, cd)
+	}
 }
 
 // TestFastMatMul: on the fast path (Config.Fast) a Q8_0 product quantizes

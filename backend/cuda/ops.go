@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/glmrun/glmrun/backend"
 	"github.com/glmrun/glmrun/tensor"
@@ -296,7 +298,12 @@ func (d *Device) RouterTopK(ids backend.IDs, weights, logits backend.Buffer, T i
 }
 
 // MoE runs this device's routed experts and sums each token's slots in
-// routing order. It reads the routing ids back to the host to dispatch.
+// routing order, on the device: moe_sort_i32 orders the routed slots by
+// expert, and one mm_experts_* launch per projection runs every expert
+// with rows, so the routing never comes back to the host. The experts'
+// weights are addressed through a table of their device pointers
+// (expertTables). ids must name distinct experts within a token, as
+// RouterTopK's do: an expert gets at most T rows.
 func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights backend.Buffer, e *backend.Experts) {
 	if T == 0 || len(e.Gate) == 0 {
 		if T > 0 {
@@ -309,40 +316,89 @@ func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights back
 	if dst.Len() < T*E || x.Len() < T*E || weights.Len() < T*K {
 		panic(fmt.Sprintf("%s: MoE: shapes do not match T=%d E=%d K=%d", d.Name(), T, E, K))
 	}
-	route := make([]int32, T*K)
-	d.ReadIDs(route, ids.Slice(0, T*K))
-	slotOut := d.scratchF32("moe.slots", T*K*E)
-	d.fill(slotOut.ptr, 0, T*K*E)
-	var tokens, slots []int32
-	for j := range e.Gate {
-		tokens, slots = tokens[:0], slots[:0]
-		for i, ex := range route {
-			if int(ex) == e.First+j {
-				tokens = append(tokens, int32(i/K))
-				slots = append(slots, int32(i))
+	nE, S := len(e.Gate), T*K
+	tabs := d.expertTables(e)
+	gate, down := tabs.ws[0], tabs.ws[2]
+	F := gate.rows
+	offs := d.scratchIDs("moe.offs", nE+2)
+	act := d.scratchIDs("moe.active", nE)
+	slots := d.scratchIDs("moe.slotids", S)
+	tokens := d.scratchIDs("moe.tokens", S)
+	d.run("moe_sort_i32", dim3{1, 1, 1}, dim3{256, 1, 1}, 0,
+		offs.ptr, act.ptr, slots.ptr, tokens.ptr, d.idsPtr(ids), i32(S), i32(K), i32(e.First), i32(nE))
+	count := offs.ptr + uint64(4*nE) // offs[nE]: the rows of this device's experts
+	in := d.scratchF32("moe.in", S*E)
+	g := d.scratchF32("moe.gate", S*F)
+	u := d.scratchF32("moe.up", S*F)
+	out := d.scratchF32("moe.out", S*E)
+	d.run("moe_gather_f32", dim3{uint32(S), 1, 1}, dim3{128, 1, 1}, 0, in.ptr, d.ptr(x), tokens.ptr, count, i32(E))
+	// Grid z: at most min(nE, S) experts have rows; y: at most T rows each.
+	z, y := uint32(min(nE, S)), cdiv(T, 4)
+	for i, dstp := range []uint64{g.ptr, u.ptr} {
+		w := tabs.ws[i]
+		d.run("mm_experts_"+mmTypes[w.typ], dim3{uint32(F), y, z}, dim3{mmBlock(E), 1, 1}, 0,
+			dstp, tabs.ptrs[i], in.ptr, offs.ptr, act.ptr, i32(nE), i32(F), i32(E), i32(w.rowBytes), w.scale)
+	}
+	d.elementwise("swiglu_f32", S*F, g.ptr, g.ptr, u.ptr, i32(S*F))
+	d.run("mm_experts_"+mmTypes[down.typ], dim3{uint32(E), y, z}, dim3{mmBlock(F), 1, 1}, 0,
+		out.ptr, tabs.ptrs[2], g.ptr, offs.ptr, act.ptr, i32(nE), i32(E), i32(F), i32(down.rowBytes), down.scale)
+	slotOut := d.scratchF32("moe.slots", S*E)
+	d.fill(slotOut.ptr, 0, S*E)
+	d.run("moe_scatter_f32", dim3{uint32(S), 1, 1}, dim3{128, 1, 1}, 0,
+		slotOut.ptr, out.ptr, slots.ptr, d.ptr(weights), count, i32(E))
+	d.run("moe_sum_f32", dim3{uint32(T), 1, 1}, dim3{128, 1, 1}, 0, d.ptr(dst), slotOut.ptr, i32(K), i32(E))
+}
+
+// expertTab is the device's table of one Experts' weights: for gate, up
+// and down, the device pointers of every expert's matrix (ptrs, on the
+// device) and the first expert's weight, whose type, shape and scale the
+// others share.
+type expertTab struct {
+	ws   [3]*weight
+	ptrs [3]uint64
+	host [3][]uint64 // what ptrs hold, to tell a changed set of weights
+	mem  [3]*mem
+}
+
+// expertTables returns e's pointer tables, uploading them on first use
+// (and again if e's weights changed). Every expert's three matrices must
+// share the first's type, shape and scale: one kernel runs them all.
+func (d *Device) expertTables(e *backend.Experts) *expertTab {
+	if d.experts == nil {
+		d.experts = map[*backend.Experts]*expertTab{}
+	}
+	t := d.experts[e]
+	if t == nil {
+		t = &expertTab{}
+		d.experts[e] = t
+	}
+	for i, ws := range [3][]backend.Weight{e.Gate, e.Up, e.Down} {
+		first := d.weight(ws[0])
+		ptrs := make([]uint64, len(ws))
+		for j, w := range ws {
+			wt := d.weight(w)
+			if wt.typ != first.typ || wt.rows != first.rows || wt.cols != first.cols || wt.scale != first.scale {
+				panic(fmt.Sprintf("%s: MoE: expert %d's %s (%s %dx%d) differs from expert %d's (%s %dx%d)", d.Name(),
+					e.First+j, wt.name, wt.typ, wt.rows, wt.cols, e.First, first.typ, first.rows, first.cols))
 			}
+			ptrs[j] = wt.m.ptr
 		}
-		n := len(tokens)
-		if n == 0 {
+		t.ws[i] = first
+		if slices.Equal(ptrs, t.host[i]) {
 			continue
 		}
-		gate, up, down := d.weight(e.Gate[j]), d.weight(e.Up[j]), d.weight(e.Down[j])
-		F := gate.rows
-		tok := d.scratchIDs("moe.tokens", n)
-		sl := d.scratchIDs("moe.slotids", n)
-		d.writeIDs(tok, tokens)
-		d.writeIDs(sl, slots)
-		in := d.scratchF32("moe.in", n*E)
-		g := d.scratchF32("moe.gate", n*F)
-		u := d.scratchF32("moe.up", n*F)
-		out := d.scratchF32("moe.out", n*E)
-		d.run("gather_rows_f32", dim3{uint32(n), 1, 1}, dim3{128, 1, 1}, 0, in.ptr, d.ptr(x), tok.ptr, i32(E))
-		d.mm(g.ptr, in.ptr, gate, F, n, E, F, 1, 0, 0)
-		d.mm(u.ptr, in.ptr, up, F, n, E, F, 1, 0, 0)
-		d.elementwise("swiglu_f32", n*F, g.ptr, g.ptr, u.ptr, i32(n*F))
-		d.mm(out.ptr, g.ptr, down, E, n, F, E, 1, 0, 0)
-		d.run("moe_scatter_f32", dim3{uint32(n), 1, 1}, dim3{128, 1, 1}, 0,
-			slotOut.ptr, out.ptr, sl.ptr, d.ptr(weights), i32(E))
+		if t.mem[i] != nil {
+			d.sync()
+			d.release(t.mem[i])
+		}
+		m, err := d.allocate(int64(8*len(ptrs)), "expert table")
+		if err != nil {
+			d.fail(err)
+			m = &mem{}
+		} else if err := d.g.htod(m.ptr, unsafe.Pointer(&ptrs[0]), int64(8*len(ptrs))); err != nil {
+			d.fail(err)
+		}
+		t.mem[i], t.ptrs[i], t.host[i] = m, m.ptr, ptrs
 	}
-	d.run("moe_sum_f32", dim3{uint32(T), 1, 1}, dim3{128, 1, 1}, 0, d.ptr(dst), slotOut.ptr, i32(K), i32(E))
+	return t
 }

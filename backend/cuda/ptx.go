@@ -54,13 +54,15 @@ func Signatures() map[string]string {
 		"mla_attend_f32":     "ppppipiiiiiif",
 		"quantize_q8_0_f32":  "ppiii",
 		"mmvq_q8_0":          "pppiiiii",
-		"gather_rows_f32":    "pppi",
-		"moe_scatter_f32":    "ppppi",
+		"moe_sort_i32":       "pppppiiii",
+		"moe_gather_f32":     "ppppi",
+		"moe_scatter_f32":    "pppppi",
 		"moe_sum_f32":        "ppii",
 	}
 	for _, suf := range mmTypes {
 		s["mm_"+suf] = "pppiiiiiiiif"
 		s["get_rows_"+suf] = "pppii"
+		s["mm_experts_"+suf] = "pppppiiiif"
 	}
 	return s
 }

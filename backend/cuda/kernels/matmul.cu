@@ -5,22 +5,18 @@
 
 #define MM_TOKENS 4 // activation rows per block (blockIdx.y)
 
-// mm_impl computes, for head z = blockIdx.z, weight row r = z·rows +
-// blockIdx.x and activation rows t of block y:
+// mm_block computes, for one weight row (its bytes at row) and the nt ≤
+// MM_TOKENS activation rows x, x + xStride, …:
 //
-//	dst[z·dstHeadOff + t·dstStride + blockIdx.x] = scale' · Σ_i W[r, i]·x[z·xHeadOff + t·xStride + i]
+//	dst[t·dstStride] = scale' · Σ_i W[i]·x[t·xStride + i]
 //
 // with scale' = scale, or 1 when scale is 0. Each thread dequantizes whole
-// 32-element chunks and dots them with MM_TOKENS activation rows; the
-// block then sums its partial results. A plain product has one head.
+// 32-element chunks and dots them with the activation rows; the block then
+// sums its partial results.
 template <int T>
-DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, int n, int rowBytes,
-                 int xStride, int dstStride, int xHeadOff, int dstHeadOff, float scale) {
+DEV void mm_block(float *dst, const u8 *row, const float *x, int nt, int cols, int xStride, int dstStride,
+                  float scale) {
 	SHARED float red[32][MM_TOKENS];
-	int z = blockIdx.z, t0 = blockIdx.y * MM_TOKENS;
-	int nt = imin(MM_TOKENS, n - t0);
-	const u8 *row = w + (u64)(z * rows + blockIdx.x) * rowBytes;
-	const float *xz = x + (u64)z * xHeadOff;
 	float acc[MM_TOKENS] = {0, 0, 0, 0};
 	float v[32];
 	int chunks = (cols + 31) / 32;
@@ -31,7 +27,7 @@ DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, in
 		for (int t = 0; t < MM_TOKENS; t++) {
 			if (t >= nt)
 				break;
-			const float *xt = xz + (u64)(t0 + t) * xStride + 32 * c;
+			const float *xt = x + (u64)t * xStride + 32 * c;
 			float s = 0;
 			UNROLL
 			for (int k = 0; k < 32; k++)
@@ -55,8 +51,43 @@ DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, in
 			s += red[i][t];
 		if (scale != 0)
 			s *= scale;
-		dst[(u64)z * dstHeadOff + (u64)(t0 + t) * dstStride + blockIdx.x] = s;
+		dst[(u64)t * dstStride] = s;
 	}
+}
+
+// mm_impl computes, for head z = blockIdx.z, weight row r = z·rows +
+// blockIdx.x and the activation rows t of block y (MM_TOKENS a block):
+//
+//	dst[z·dstHeadOff + t·dstStride + blockIdx.x] = scale' · Σ_i W[r, i]·x[z·xHeadOff + t·xStride + i]
+//
+// (mm_block). A plain product has one head.
+template <int T>
+DEV void mm_impl(float *dst, const u8 *w, const float *x, int rows, int cols, int n, int rowBytes,
+                 int xStride, int dstStride, int xHeadOff, int dstHeadOff, float scale) {
+	int z = blockIdx.z, t0 = blockIdx.y * MM_TOKENS;
+	const u8 *row = w + (u64)(z * rows + blockIdx.x) * rowBytes;
+	mm_block<T>(dst + (u64)z * dstHeadOff + (u64)t0 * dstStride + blockIdx.x, row,
+	            x + (u64)z * xHeadOff + (u64)t0 * xStride, imin(MM_TOKENS, n - t0), cols, xStride, dstStride, scale);
+}
+
+// mm_experts_impl is the products of every expert with the activation
+// rows routed to it, in one launch: z = blockIdx.z is the z-th expert with
+// rows (act[z], of offs[nE+1] such), whose weight is at wtab[act[z]]; it
+// takes rows offs[j] … offs[j+1] of x [·, cols] (moe_sort_i32's order),
+// MM_TOKENS a block y, and writes dst[t·rows + blockIdx.x] for each.
+// Blocks past the experts with rows, or past an expert's rows, return at
+// once.
+template <int T>
+DEV void mm_experts_impl(float *dst, const u64 *wtab, const float *x, const int *offs, const int *act, int nE,
+                         int rows, int cols, int rowBytes, float scale) {
+	if ((int)blockIdx.z >= offs[nE + 1])
+		return; // the whole block
+	int z = act[blockIdx.z], t0 = offs[z] + blockIdx.y * MM_TOKENS, end = offs[z + 1];
+	if (t0 >= end)
+		return;
+	const u8 *row = (const u8 *)wtab[z] + (u64)blockIdx.x * rowBytes;
+	mm_block<T>(dst + (u64)t0 * rows + blockIdx.x, row, x + (u64)t0 * cols, imin(MM_TOKENS, end - t0), cols, cols,
+	            rows, scale);
 }
 
 // get_rows_impl writes row ids[b] of w (row b when ids is null),
@@ -83,6 +114,11 @@ template <int T> DEV void get_rows_impl(float *dst, const u8 *w, const int *ids,
 		mm_impl<T>(dst, w, x, rows, cols, n, rowBytes, xStride, dstStride, xHeadOff, dstHeadOff, scale);   \
 	}                                                                                                          \
 	GLM_REGISTER(mm_##suffix)                                                                                  \
+	KERNEL mm_experts_##suffix(float *dst, const u64 *wtab, const float *x, const int *offs, const int *act,    \
+	                           int nE, int rows, int cols, int rowBytes, float scale) {                        \
+		mm_experts_impl<T>(dst, wtab, x, offs, act, nE, rows, cols, rowBytes, scale);                      \
+	}                                                                                                          \
+	GLM_REGISTER(mm_experts_##suffix)                                                                          \
 	KERNEL get_rows_##suffix(float *dst, const u8 *w, const int *ids, int cols, int rowBytes) {               \
 		get_rows_impl<T>(dst, w, ids, cols, rowBytes);                                                     \
 	}                                                                                                          \
