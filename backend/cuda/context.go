@@ -25,6 +25,7 @@ type gpu struct {
 	// Owned by the worker goroutine.
 	ctx    uintptr
 	stream uintptr
+	queued bool // work was queued on stream since it was last drained
 }
 
 // attributes of cuDeviceGetAttribute.
@@ -133,18 +134,17 @@ func (g *gpu) memInfo() (free, total uint64, err error) {
 	return
 }
 
-// htod copies n bytes from host memory src to device address dst. The
-// copy is synchronous with respect to the host, and ordered after the
-// work queued on the device's stream.
+// htod copies n bytes from host memory src to device address dst, queued
+// on the device's stream after the work before it, without draining the
+// stream: from pageable memory the driver stages src before it returns,
+// so src may change right after.
 func (g *gpu) htod(dst uint64, src unsafe.Pointer, n int64) error {
 	if n == 0 {
 		return nil
 	}
 	return g.do(func() error {
-		if err := g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream)); err != nil {
-			return err
-		}
-		return g.drv.check("cuMemcpyHtoD_v2", g.drv.cuMemcpyHtoD_v2(dst, src, uint64(n)))
+		g.queued = true
+		return g.drv.check("cuMemcpyHtoDAsync_v2", g.drv.cuMemcpyHtoDAsync_v2(dst, src, uint64(n), g.stream))
 	})
 }
 
@@ -155,7 +155,7 @@ func (g *gpu) dtoh(dst unsafe.Pointer, src uint64, n int64) error {
 		return nil
 	}
 	return g.do(func() error {
-		if err := g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream)); err != nil {
+		if err := g.drain(); err != nil {
 			return err
 		}
 		return g.drv.check("cuMemcpyDtoH_v2", g.drv.cuMemcpyDtoH_v2(dst, src, uint64(n)))
@@ -164,7 +164,18 @@ func (g *gpu) dtoh(dst unsafe.Pointer, src uint64, n int64) error {
 
 // sync waits for the stream.
 func (g *gpu) sync() error {
-	return g.do(func() error { return g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream)) })
+	return g.do(g.drain)
+}
+
+// drain waits for the work queued on the stream, if any was queued since
+// the last drain (on the worker goroutine): a decode step's final read
+// drains the stream once, and the Sync after it costs no second wait.
+func (g *gpu) drain() error {
+	if !g.queued {
+		return nil
+	}
+	g.queued = false
+	return g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream))
 }
 
 // JIT options of cuModuleLoadDataEx.
@@ -258,6 +269,7 @@ func (g *gpu) launch(name string, f uintptr, grid, block dim3, shared uint32, ar
 			params[i] = unsafe.Pointer(&vals[i])
 		}
 		p.Pin(&params[0])
+		g.queued = true
 		code := g.drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, g.stream,
 			unsafe.Pointer(&params[0]), nil)
 		if err := g.drv.check("cuLaunchKernel", code); err != nil {

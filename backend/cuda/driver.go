@@ -40,6 +40,7 @@ type driver struct {
 	cuMemAlloc_v2                func(p *uint64, n uint64) int32
 	cuMemFree_v2                 func(p uint64) int32
 	cuMemcpyHtoD_v2              func(dst uint64, src unsafe.Pointer, n uint64) int32
+	cuMemcpyHtoDAsync_v2         func(dst uint64, src unsafe.Pointer, n uint64, s uintptr) int32
 	cuMemcpyDtoH_v2              func(dst unsafe.Pointer, src uint64, n uint64) int32
 	cuMemcpyDtoD_v2              func(dst, src uint64, n uint64) int32
 	cuModuleLoadDataEx           func(m *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) int32
@@ -99,6 +100,7 @@ func loadDriver(path string) (*driver, error) {
 		{"cuMemAlloc_v2", &d.cuMemAlloc_v2},
 		{"cuMemFree_v2", &d.cuMemFree_v2},
 		{"cuMemcpyHtoD_v2", &d.cuMemcpyHtoD_v2},
+		{"cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync_v2},
 		{"cuMemcpyDtoH_v2", &d.cuMemcpyDtoH_v2},
 		{"cuMemcpyDtoD_v2", &d.cuMemcpyDtoD_v2},
 		{"cuModuleLoadDataEx", &d.cuModuleLoadDataEx},

@@ -308,3 +308,62 @@ func TestLogicalDevices(t *testing.T) {
 		t.Errorf("3 devices on 2 GPUs: %v, want ErrNoDevice (not a multiple)", err)
 	}
 }
+
+// TestDecodeStepCounters: what one decode step of a GLM-5-architecture
+// model (glm-dsa: MLA, the DSA indexer, MoE) asks of the driver, counted
+// by the fake: the step's only stream synchronisation is the final read
+// of its logits, which is the only download (one row of V floats), and it
+// uploads at most 1 KB (the token id). With -v it prints the figures as
+// one line, "counters: launches=… syncs=… h2d_bytes=… d2h_bytes=…
+// graph_replays=…". The step is not captured as a graph yet, so
+// graph_replays is 0.
+func TestDecodeStepCounters(t *testing.T) {
+	useFake(t)
+	if onGPU() {
+		t.Skip("counts the fake driver's calls")
+	}
+	const name = "glm5-mini-sparse.Q8_0"
+	var ref goldenRef
+	if err := json.Unmarshal(testmodels.Ref(t, name+".deq-F32.P1"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(testmodels.Path(t, name), model.Options{Backend: "cuda", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Prefill(ref.Prompt); err != nil {
+		t.Fatal(err)
+	}
+	// One step first, so that the step counted finds its scratch grown.
+	if _, err := s.Decode(ref.Prompt[0]); err != nil {
+		t.Fatal(err)
+	}
+	var counters func(*[5]int64)
+	fakeFunc(t, "fake_counters", &counters)
+	var before, after [5]int64
+	counters(&before)
+	row, err := s.Decode(ref.Prompt[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters(&after)
+	var c [5]int64
+	for i := range c {
+		c[i] = after[i] - before[i]
+	}
+	launches, syncs, h2d, d2h, graphs := c[0], c[1], c[2], c[3], c[4]
+	t.Logf("counters: launches=%d syncs=%d h2d_bytes=%d d2h_bytes=%d graph_replays=%d", launches, syncs, h2d, d2h, graphs)
+	if want := int64(4 * len(row)); syncs != 1 || d2h != want || h2d > 1024 {
+		t.Errorf("a decode step: %d synchronisations, %d bytes down, %d up; want 1 (the read of the logits), %d (one row of logits), at most 1024",
+			syncs, d2h, h2d, want)
+	}
+	if launches == 0 {
+		t.Error("no kernel launched")
+	}
+}

@@ -83,6 +83,8 @@ static int inited;
 static char logbuf[1 << 20];
 static size_t loglen;
 static long launches;
+// Counters of what a real GPU would pay for (fake_counters).
+static long nsyncs, h2dBytes, d2hBytes, graphLaunches;
 static char lastSimError[512];
 
 static void logf_(const char *fmt, ...) {
@@ -105,6 +107,18 @@ void fake_log_reset(void) {
 	pthread_mutex_unlock(&mu);
 }
 long fake_launches(void) { return launches; }
+// fake_counters writes the launches, stream/context/event
+// synchronisations, host-to-device and device-to-host bytes and graph
+// launches so far to out[0 … 5).
+void fake_counters(long *out) {
+	pthread_mutex_lock(&mu);
+	out[0] = launches;
+	out[1] = nsyncs;
+	out[2] = h2dBytes;
+	out[3] = d2hBytes;
+	out[4] = graphLaunches;
+	pthread_mutex_unlock(&mu);
+}
 
 // Simulated time per kernel name.
 static struct {
@@ -295,7 +309,10 @@ CUresult cuCtxSetCurrent(CUcontext c) {
 	current = c ? (int)((int *)c - ctxTags) : -1;
 	RET(SUCCESS);
 }
-CUresult cuCtxSynchronize(void) { return inited ? SUCCESS : NOT_INITIALIZED; }
+CUresult cuCtxSynchronize(void) {
+	__atomic_fetch_add(&nsyncs, 1, __ATOMIC_RELAXED);
+	return inited ? SUCCESS : NOT_INITIALIZED;
+}
 
 CUresult cuStreamCreate(CUstream *s, unsigned flags) {
 	pthread_mutex_lock(&mu);
@@ -308,7 +325,10 @@ CUresult cuStreamDestroy_v2(CUstream s) {
 	free(s);
 	return SUCCESS;
 }
-CUresult cuStreamSynchronize(CUstream s) { return inited ? SUCCESS : NOT_INITIALIZED; }
+CUresult cuStreamSynchronize(CUstream s) {
+	__atomic_fetch_add(&nsyncs, 1, __ATOMIC_RELAXED);
+	return inited ? SUCCESS : NOT_INITIALIZED;
+}
 
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
 	*e = calloc(1, sizeof(long));
@@ -383,6 +403,25 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 		RET(INVALID_VALUE);
 	}
 	hostCopy((void *)(uintptr_t)dst, src, n);
+	h2dBytes += (long)n;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+// The stream's work runs at launch here, so an asynchronous copy is done
+// on return, as a real one from pageable memory is staged by then.
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	if (!s) {
+		logf_("cuMemcpyHtoDAsync_v2 on the null stream");
+		RET(INVALID_HANDLE);
+	}
+	if (!find(dst, n)) {
+		logf_("cuMemcpyHtoDAsync_v2 %zu bytes outside any allocation", n);
+		RET(INVALID_VALUE);
+	}
+	hostCopy((void *)(uintptr_t)dst, src, n);
+	h2dBytes += (long)n;
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
@@ -394,6 +433,7 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 		RET(INVALID_VALUE);
 	}
 	hostCopy(dst, (void *)(uintptr_t)src, n);
+	d2hBytes += (long)n;
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
