@@ -79,19 +79,14 @@ func TestGoldenForward(t *testing.T) {
 		}
 		path := testmodels.Path(t, name)
 		run := func(t *testing.T, backendName string, tp int, cache tensor.Type) (prompt [][]float32, next [][]float32, ok bool) {
-			m, err := model.Load(path, model.Options{Backend: backendName, Threads: 1, TensorParallel: tp})
+			s, err := openSession(t, path, model.Options{Backend: backendName, Threads: 1, TensorParallel: tp},
+				model.SessionOptions{ContextSize: 64, CacheType: cache})
 			if err != nil {
 				if tp > 1 {
 					t.Skipf("tp %d: %v", tp, err)
 				}
 				t.Fatal(err)
 			}
-			defer m.Close()
-			s, err := m.NewSession(model.SessionOptions{ContextSize: 64, CacheType: cache})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			rows, err := s.Prefill(ref.Prompt)
 			if err != nil {
 				t.Fatal(err)
@@ -269,16 +264,11 @@ func TestLogicalDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	logits := func(tp int) [][]float32 {
-		m, err := model.Load(path, model.Options{Backend: "cuda", Threads: 1, TensorParallel: tp})
+		s, err := openSession(t, path, model.Options{Backend: "cuda", Threads: 1, TensorParallel: tp},
+			model.SessionOptions{ContextSize: 32})
 		if err != nil {
 			t.Fatalf("tp %d: %v", tp, err)
 		}
-		defer m.Close()
-		s, err := m.NewSession(model.SessionOptions{ContextSize: 32})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
 		rows, err := s.Prefill(ref.Prompt)
 		if err != nil {
 			t.Fatal(err)
@@ -327,16 +317,11 @@ func TestDecodeStepCounters(t *testing.T) {
 	if err := json.Unmarshal(testmodels.Ref(t, name+".deq-F32.P1"), &ref); err != nil {
 		t.Fatal(err)
 	}
-	m, err := model.Load(testmodels.Path(t, name), model.Options{Backend: "cuda", Threads: 1})
+	s, err := openSession(t, testmodels.Path(t, name), model.Options{Backend: "cuda", Threads: 1},
+		model.SessionOptions{ContextSize: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	s, err := m.NewSession(model.SessionOptions{ContextSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	if _, err := s.Prefill(ref.Prompt); err != nil {
 		t.Fatal(err)
 	}
@@ -366,4 +351,22 @@ func TestDecodeStepCounters(t *testing.T) {
 	if launches == 0 {
 		t.Error("no kernel launched")
 	}
+}
+
+// openSession loads the model at path with o and starts a session with so,
+// both closed when t ends. A load error is returned (some callers skip a
+// split the model does not divide); a session error fails t.
+func openSession(t *testing.T, path string, o model.Options, so model.SessionOptions) (*model.Session, error) {
+	t.Helper()
+	m, err := model.Load(path, o)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { m.Close() })
+	s, err := m.NewSession(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, nil
 }

@@ -657,8 +657,8 @@ func (p *pair) moe(X, T, K int, spans [][2]int) {
 }
 
 // TestFastMatMul: on the fast path (Config.Fast) a Q8_0 product quantizes
-// the activations to Q8_0 and takes integer dot products (mmvq_q8_0), as
-// the CPU's fast device does: the two agree within float rounding of the
+// the activations to Q8_0 and takes integer dot products (mmvq_q8_0), a
+// Q4_K one to Q8_K (mmvq_q4_k), as the CPU's fast device does: the two agree within float rounding of the
 // block sums, which a quant rounded the other way would exceed. Rows that
 // do not fill the block's warps, rows shorter than a warp's 32 blocks and
 // rows of several blocks a lane, one token and several.
@@ -668,12 +668,19 @@ func TestFastMatMul(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	p := &pair{t: t, g: g, c: c, r: rand.New(rand.NewPCG(5, 9)), err: map[string]float64{}}
 	defer p.report()
-	for _, sh := range []struct{ rows, cols, n int }{{37, 96, 1}, {8, 4096, 1}, {13, 1056, 3}, {5, 2048, 7}} {
-		gw, cw := p.weight(p.randMatrix(tensor.Q8_0, sh.rows, sh.cols))
+	for _, sh := range []struct {
+		typ           tensor.Type
+		rows, cols, n int
+	}{
+		{tensor.Q8_0, 37, 96, 1}, {tensor.Q8_0, 8, 4096, 1}, {tensor.Q8_0, 13, 1056, 3}, {tensor.Q8_0, 5, 2048, 7},
+		// Q4_K: four lanes a 256-value block, eight blocks a pass of the warp.
+		{tensor.Q4_K, 9, 256, 1}, {tensor.Q4_K, 37, 512, 2}, {tensor.Q4_K, 5, 2304, 3}, {tensor.Q4_K, 4, 6144, 1},
+	} {
+		gw, cw := p.weight(p.randMatrix(sh.typ, sh.rows, sh.cols))
 		gx, cx := p.buf(p.vec(sh.n*sh.cols, 0, 1))
 		gd, cd := p.zeros(sh.n * sh.rows)
 		p.g.MatMul(gd, gx, sh.n, gw)
 		p.c.MatMul(cd, cx, sh.n, cw)
-		p.compare(fmt.Sprintf("fast MatMul Q8_0 %dx%d, %d tokens", sh.rows, sh.cols, sh.n), gd, cd)
+		p.compare(fmt.Sprintf("fast MatMul %s %dx%d, %d tokens", sh.typ, sh.rows, sh.cols, sh.n), gd, cd)
 	}
 }

@@ -56,8 +56,8 @@ func (d *Device) MatMul(dst, x backend.Buffer, n int, w backend.Weight) {
 		panic(fmt.Sprintf("%s: MatMul %s: x has %d values, dst %d; want %d x %d and %d x %d",
 			d.Name(), wt.name, in.n, o.n, n, wt.cols, n, wt.rows))
 	}
-	if d.fast && wt.typ == tensor.Q8_0 && wt.scale == 0 {
-		d.mmvq(o.ptr, in.ptr, wt, n)
+	if q, ok := mmvqTypes[wt.typ]; ok && d.fast && wt.scale == 0 && wt.cols%q.block == 0 {
+		d.mmvq(o.ptr, in.ptr, wt, n, q)
 		return
 	}
 	d.mm(o.ptr, in.ptr, wt, wt.rows, n, wt.cols, wt.rows, 1, 0, 0)
@@ -67,19 +67,34 @@ func (d *Device) MatMul(dst, x backend.Buffer, n int, w backend.Weight) {
 // mmvq_q8_0 computes.
 const mmvqWarps = 4
 
-// mmvq is the fast path's product (Config.Fast) for Q8_0 weights: the n
-// activation rows quantized to Q8_0 once, then integer dot products with
-// every weight row, a warp a row.
-func (d *Device) mmvq(dst, x uint64, w *weight, n int) {
+// mmvqType is a weight type's fast product: the activations' block type
+// (values and bytes a block, its quantizer) and the dot-product kernel.
+type mmvqType struct {
+	block, bytes   int
+	quantize, kern string
+}
+
+// mmvqTypes are the weight types with a fast product: the activation type
+// is the one the CPU's fast path quantizes to for them (ggml's
+// vec_dot_type).
+var mmvqTypes = map[tensor.Type]mmvqType{
+	tensor.Q8_0: {32, 34, "quantize_q8_0_f32", "mmvq_q8_0"},
+	tensor.Q4_K: {256, 292, "quantize_q8_k_f32", "mmvq_q4_k"},
+}
+
+// mmvq is the fast path's product (Config.Fast) for the mmvqTypes: the n
+// activation rows quantized once, then integer dot products with every
+// weight row, a warp a row.
+func (d *Device) mmvq(dst, x uint64, w *weight, n int, q mmvqType) {
 	if n == 0 {
 		return
 	}
-	nb := w.cols / 32
-	xq := d.grow("mmvq.x", int64(n*nb*34))
-	d.run("quantize_q8_0_f32", dim3{cdiv(nb, 128), uint32(n), 1}, dim3{128, 1, 1}, 0,
-		xq.ptr, x, i32(w.cols), i32(w.cols), i32(nb*34))
-	d.run("mmvq_q8_0", dim3{cdiv(w.rows, mmvqWarps), uint32(n), 1}, dim3{32 * mmvqWarps, 1, 1}, 0,
-		dst, w.m.ptr, xq.ptr, i32(w.rows), i32(w.cols), i32(w.rowBytes), i32(nb*34), i32(w.rows))
+	nb := w.cols / q.block
+	xq := d.grow("mmvq.x", int64(n*nb*q.bytes))
+	d.run(q.quantize, dim3{cdiv(nb, 128), uint32(n), 1}, dim3{128, 1, 1}, 0,
+		xq.ptr, x, i32(w.cols), i32(w.cols), i32(nb*q.bytes))
+	d.run(q.kern, dim3{cdiv(w.rows, mmvqWarps), uint32(n), 1}, dim3{32 * mmvqWarps, 1, 1}, 0,
+		dst, w.m.ptr, xq.ptr, i32(w.rows), i32(w.cols), i32(w.rowBytes), i32(nb*q.bytes), i32(w.rows))
 }
 
 // normBlock is the block size of the row kernels: a power of two.

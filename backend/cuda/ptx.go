@@ -54,6 +54,8 @@ func Signatures() map[string]string {
 		"mla_attend_f32":     "ppppipiiiiiif",
 		"quantize_q8_0_f32":  "ppiii",
 		"mmvq_q8_0":          "pppiiiii",
+		"quantize_q8_k_f32":  "ppiii",
+		"mmvq_q4_k":          "pppiiiii",
 		"moe_sort_i32":       "pppppiiii",
 		"moe_gather_f32":     "ppppi",
 		"moe_scatter_f32":    "pppppi",

@@ -2,8 +2,10 @@
 // as llama.cpp's mmvq: each activation row is quantized once to the
 // weight's dot-product type as ggml's reference quantizer does, and the
 // products are integer dot products of the quantized blocks (dp4a), each
-// block's sum scaled by the two blocks' scales. Q8_0 weights.
+// block's sum scaled by the two blocks' scales. Q8_0 weights (Q8_0
+// activations) and Q4_K weights (Q8_K activations).
 #include "cache.h"
+#include "dequant.h"
 
 // quantize_q8_0_f32: block b = blockIdx.x·blockDim.x + threadIdx.x of
 // row t = blockIdx.y of x [n, cols] (row stride xStride floats) to the
@@ -51,3 +53,92 @@ KERNEL mmvq_q8_0(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int 
 		dst[(u64)t * dstStride + r] = acc;
 }
 GLM_REGISTER(mmvq_q8_0)
+
+// nearest_int is ggml's nearest_int (package tensor's nearestInt): x
+// rounded to the nearest integer, ties to even, for |x| < 2²².
+DEV int nearest_int(float x) {
+	float v = x + 12582912.0f;
+	return (int)(float_bits(v) & 0x7fffffu) - 0x400000;
+}
+
+// quantize_q8_k_f32: block b = blockIdx.x·blockDim.x + threadIdx.x of row
+// t = blockIdx.y of x [n, cols] (row stride xStride floats) to the Q8_K
+// block at dst + t·dstStride + 292·b bytes, as ggml's reference quantizer
+// (package tensor's quantQ8K): max the value of largest magnitude (the
+// first on ties), iscale = −127/max, q = min(127, nearest_int(iscale·x)),
+// d = 1/iscale as float32 at byte 0, the quants from byte 4, the sums of
+// each 16 quants as int16 from byte 260; an all-zero block is all zeros.
+// cols is a multiple of 256.
+KERNEL quantize_q8_k_f32(u8 *dst, const float *x, int cols, int xStride, int dstStride) {
+	int t = blockIdx.y, b = blockIdx.x * blockDim.x + threadIdx.x;
+	if (b >= cols / 256)
+		return;
+	const float *v = x + (u64)t * xStride + 256 * b;
+	u8 *o = dst + (u64)t * dstStride + 292 * b;
+	float amax = 0, vmax = 0;
+	for (int j = 0; j < 256; j++) {
+		float a = bits_to_float(float_bits(v[j]) & 0x7fffffffu);
+		if (a > amax) {
+			amax = a;
+			vmax = v[j];
+		}
+	}
+	if (amax == 0) {
+		for (int j = 0; j < 292; j++)
+			o[j] = 0;
+		return;
+	}
+	float iscale = -127.0f / vmax;
+	i8 *q = (i8 *)(o + 4);
+	for (int j = 0; j < 256; j++) {
+		int n = nearest_int(iscale * v[j]);
+		q[j] = (i8)(n < 127 ? n : 127);
+	}
+	for (int j = 0; j < 16; j++) {
+		short s = 0;
+		for (int l = 0; l < 16; l++)
+			s = (short)(s + q[16 * j + l]);
+		((short *)(o + 260))[j] = s;
+	}
+	*(float *)o = 1.0f / iscale;
+}
+GLM_REGISTER(quantize_q8_k_f32)
+
+// mmvq_q4_k: warp k of the block computes weight row r = blockIdx.x·warps
+// + k for activation row t = blockIdx.y against the Q8_K rows xq (xqStride
+// bytes apart). Four lanes share a 256-value block, lane c taking its
+// 32-byte slice of quants, sub-blocks 2c (low nibbles) and 2c+1 (high):
+// Σ sc·Σ q·a by dp4a, minus Σ m·bsums, scaled by d·dy and dmin·dy as the
+// CPU's Q4_K × Q8_K dot product does; the warp then adds its lanes' sums.
+KERNEL mmvq_q4_k(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int rowBytes, int xqStride,
+                 int dstStride) {
+	int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, t = blockIdx.y;
+	if (r >= rows)
+		return; // the whole warp
+	const u8 *wr = w + (u64)r * rowBytes, *xr = xq + (u64)t * xqStride;
+	int c = lane % 4;
+	float acc = 0;
+	for (int b = lane / 4; b < cols / 256; b += 8) {
+		const u8 *wb = wr + 144 * b, *yb = xr + 292 * b;
+		int sc0, m0, sc1, m1;
+		scale_min_k4(wb + 4, 2 * c, &sc0, &m0);
+		scale_min_k4(wb + 4, 2 * c + 1, &sc1, &m1);
+		const int *q = (const int *)(wb + 16 + 32 * c);
+		const int *y0 = (const int *)(yb + 4 + 64 * c), *y1 = y0 + 8;
+		int s0 = 0, s1 = 0;
+		UNROLL
+		for (int k = 0; k < 8; k++) {
+			int qq = q[k];
+			s0 = dp4a(qq & 0x0f0f0f0f, y0[k], s0);
+			s1 = dp4a((qq >> 4) & 0x0f0f0f0f, y1[k], s1);
+		}
+		const short *bs = (const short *)(yb + 260) + 4 * c;
+		int summ = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
+		float dy = *(const float *)yb;
+		acc += (load_half(wb) * dy) * (float)(sc0 * s0 + sc1 * s1) - (load_half(wb + 2) * dy) * (float)summ;
+	}
+	acc = warp_sum(acc);
+	if (lane == 0)
+		dst[(u64)t * dstStride + r] = acc;
+}
+GLM_REGISTER(mmvq_q4_k)
