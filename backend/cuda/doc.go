@@ -37,8 +37,9 @@
 // memory (no NCCL or peer copies yet). Config.Fast quantizes the
 // activations of products with Q8_0 weights to Q8_0 and with Q4_K weights
 // to Q8_K and takes dp4a integer dot products, a warp a weight row
-// (mmvq_q8_0, mmvq_q4_k), as the CPU's fast path does; the other types'
-// products, and the experts', stay dequantizing float32 ones.
+// (mmvq_q8_0, mmvq_q4_k; the MoE experts' through mmvq_experts_*), as the
+// CPU's fast path does; the other types' products stay dequantizing
+// float32 ones.
 package cuda
 
 //go:generate sh gen.sh

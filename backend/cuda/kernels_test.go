@@ -613,23 +613,23 @@ func TestKernels(t *testing.T) {
 		}
 	})
 
-	t.Run("MoE", func(t *testing.T) { p.moe(4, 5, 2, [][2]int{{0, 4}, {2, 2}}) })
+	t.Run("MoE", func(t *testing.T) { p.moe(tensor.Q8_0, 4, 5, 2, 64, 32, [][2]int{{0, 4}, {2, 2}}) })
 	// More experts than routed slots: most have no rows, and the launches'
 	// expert dimension covers only those with rows (moe_sort_i32's list);
 	// a device may hold only experts that got no token.
-	t.Run("MoEManyExperts", func(t *testing.T) { p.moe(16, 3, 2, [][2]int{{0, 16}, {8, 8}, {12, 4}}) })
+	t.Run("MoEManyExperts", func(t *testing.T) { p.moe(tensor.Q8_0, 16, 3, 2, 64, 32, [][2]int{{0, 16}, {8, 8}, {12, 4}}) })
 }
 
-// moe compares MoE with X experts of which each of T tokens uses K, for
-// devices holding the experts spans[i] = {first, count}.
-func (p *pair) moe(X, T, K int, spans [][2]int) {
+// moe compares MoE with X experts of width F over E-wide rows, in weight
+// type typ, of which each of T tokens uses K, for devices holding the
+// experts spans[i] = {first, count}.
+func (p *pair) moe(typ tensor.Type, X, T, K, E, F int, spans [][2]int) {
 	p.t.Helper()
-	const E, F = 64, 32
 	var gate, up, down []backend.Matrix
 	for range X {
-		gate = append(gate, p.randMatrix(tensor.Q8_0, F, E))
-		up = append(up, p.randMatrix(tensor.Q8_0, F, E))
-		down = append(down, p.randMatrix(tensor.Q8_0, E, F))
+		gate = append(gate, p.randMatrix(typ, F, E))
+		up = append(up, p.randMatrix(typ, F, E))
+		down = append(down, p.randMatrix(typ, E, F))
 	}
 	gl, cl := p.buf(p.vec(T*X, 0, 2))
 	gi, ci := p.ids(T * K)
@@ -652,7 +652,7 @@ func (p *pair) moe(X, T, K int, spans [][2]int) {
 		gd, cd := p.zeros(T * E)
 		p.g.MoE(gd, gx, T, gi, gwt, &ge)
 		p.c.MoE(cd, cx, T, ci, cwt, &ce)
-		p.compare(fmt.Sprintf("MoE of %d experts: %d+%d", X, span[0], span[1]), gd, cd)
+		p.compare(fmt.Sprintf("MoE %s of %d experts: %d+%d", typ, X, span[0], span[1]), gd, cd)
 	}
 }
 
@@ -683,4 +683,8 @@ func TestFastMatMul(t *testing.T) {
 		p.c.MatMul(cd, cx, sh.n, cw)
 		p.compare(fmt.Sprintf("fast MatMul %s %dx%d, %d tokens", sh.typ, sh.rows, sh.cols, sh.n), gd, cd)
 	}
+	// The experts' products (mmvq_experts_*): every expert with rows in one
+	// launch, the gathered rows and the SwiGLU output quantized once each.
+	p.moe(tensor.Q8_0, 16, 3, 2, 64, 32, [][2]int{{0, 16}, {8, 8}})
+	p.moe(tensor.Q4_K, 8, 5, 2, 256, 512, [][2]int{{0, 8}, {4, 4}})
 }

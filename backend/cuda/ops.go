@@ -70,16 +70,16 @@ const mmvqWarps = 4
 // mmvqType is a weight type's fast product: the activations' block type
 // (values and bytes a block, its quantizer) and the dot-product kernel.
 type mmvqType struct {
-	block, bytes   int
-	quantize, kern string
+	block, bytes            int
+	quantize, kern, experts string
 }
 
 // mmvqTypes are the weight types with a fast product: the activation type
 // is the one the CPU's fast path quantizes to for them (ggml's
 // vec_dot_type).
 var mmvqTypes = map[tensor.Type]mmvqType{
-	tensor.Q8_0: {32, 34, "quantize_q8_0_f32", "mmvq_q8_0"},
-	tensor.Q4_K: {256, 292, "quantize_q8_k_f32", "mmvq_q4_k"},
+	tensor.Q8_0: {32, 34, "quantize_q8_0_f32", "mmvq_q8_0", "mmvq_experts_q8_0"},
+	tensor.Q4_K: {256, 292, "quantize_q8_k_f32", "mmvq_q4_k", "mmvq_experts_q4_k"},
 }
 
 // mmvq is the fast path's product (Config.Fast) for the mmvqTypes: the n
@@ -333,8 +333,7 @@ func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights back
 	}
 	nE, S := len(e.Gate), T*K
 	tabs := d.expertTables(e)
-	gate, down := tabs.ws[0], tabs.ws[2]
-	F := gate.rows
+	F := tabs.ws[0].rows
 	offs := d.scratchIDs("moe.offs", nE+2)
 	act := d.scratchIDs("moe.active", nE)
 	slots := d.scratchIDs("moe.slotids", S)
@@ -348,15 +347,34 @@ func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights back
 	out := d.scratchF32("moe.out", S*E)
 	d.run("moe_gather_f32", dim3{uint32(S), 1, 1}, dim3{128, 1, 1}, 0, in.ptr, d.ptr(x), tokens.ptr, count, i32(E))
 	// Grid z: at most min(nE, S) experts have rows; y: at most T rows each.
-	z, y := uint32(min(nE, S)), cdiv(T, 4)
-	for i, dstp := range []uint64{g.ptr, u.ptr} {
-		w := tabs.ws[i]
-		d.run("mm_experts_"+mmTypes[w.typ], dim3{uint32(F), y, z}, dim3{mmBlock(E), 1, 1}, 0,
-			dstp, tabs.ptrs[i], in.ptr, offs.ptr, act.ptr, i32(nE), i32(F), i32(E), i32(w.rowBytes), w.scale)
+	z := uint32(min(nE, S))
+	var quantized struct {
+		x  uint64
+		as string
 	}
+	product := func(dst uint64, i int, x uint64, rows, cols int) {
+		w := tabs.ws[i]
+		q, ok := mmvqTypes[w.typ]
+		if !ok || !d.fast || w.scale != 0 || cols%q.block != 0 {
+			d.run("mm_experts_"+mmTypes[w.typ], dim3{uint32(rows), cdiv(T, 4), z}, dim3{mmBlock(cols), 1, 1}, 0,
+				dst, tabs.ptrs[i], x, offs.ptr, act.ptr, i32(nE), i32(rows), i32(cols), i32(w.rowBytes), w.scale)
+			return
+		}
+		// The fast path: the S rows quantized once (gate and up share them).
+		nb := cols / q.block
+		xq := d.grow("moe.xq", int64(S*nb*q.bytes))
+		if quantized.x != x || quantized.as != q.quantize {
+			d.run(q.quantize, dim3{cdiv(nb, 128), uint32(S), 1}, dim3{128, 1, 1}, 0,
+				xq.ptr, x, i32(cols), i32(cols), i32(nb*q.bytes))
+			quantized.x, quantized.as = x, q.quantize
+		}
+		d.run(q.experts, dim3{cdiv(rows, mmvqWarps), uint32(T), z}, dim3{32 * mmvqWarps, 1, 1}, 0,
+			dst, tabs.ptrs[i], xq.ptr, offs.ptr, act.ptr, i32(nE), i32(rows), i32(cols), i32(w.rowBytes), i32(nb*q.bytes))
+	}
+	product(g.ptr, 0, in.ptr, F, E)
+	product(u.ptr, 1, in.ptr, F, E)
 	d.elementwise("swiglu_f32", S*F, g.ptr, g.ptr, u.ptr, i32(S*F))
-	d.run("mm_experts_"+mmTypes[down.typ], dim3{uint32(E), y, z}, dim3{mmBlock(F), 1, 1}, 0,
-		out.ptr, tabs.ptrs[2], g.ptr, offs.ptr, act.ptr, i32(nE), i32(E), i32(F), i32(down.rowBytes), down.scale)
+	product(out.ptr, 2, g.ptr, E, F)
 	slotOut := d.scratchF32("moe.slots", S*E)
 	d.fill(slotOut.ptr, 0, S*E)
 	d.run("moe_scatter_f32", dim3{uint32(S), 1, 1}, dim3{128, 1, 1}, 0,

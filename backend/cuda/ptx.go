@@ -56,6 +56,8 @@ func Signatures() map[string]string {
 		"mmvq_q8_0":          "pppiiiii",
 		"quantize_q8_k_f32":  "ppiii",
 		"mmvq_q4_k":          "pppiiiii",
+		"mmvq_experts_q8_0":  "pppppiiiii",
+		"mmvq_experts_q4_k":  "pppppiiiii",
 		"moe_sort_i32":       "pppppiiii",
 		"moe_gather_f32":     "ppppi",
 		"moe_scatter_f32":    "pppppi",

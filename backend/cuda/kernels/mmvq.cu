@@ -27,18 +27,11 @@ DEV int load_i32_b2(const u8 *p) {
 	return (int)((u32)h[0] | (u32)h[1] << 16);
 }
 
-// mmvq_q8_0: warp k of the block computes weight row r = blockIdx.x·warps
-// + k for activation row t = blockIdx.y: dst[t·dstStride + r] = Σ_b
-// sumi_b·(dw_b·dx_b) over the row's Q8_0 blocks, sumi_b by eight dp4a over
-// the int8 quants of weight and activation block b (xq: rows of Q8_0
-// blocks, xqStride bytes apart). Lane l takes blocks l, l+32, …; the warp
-// then adds its lanes' sums.
-KERNEL mmvq_q8_0(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int rowBytes, int xqStride,
-                 int dstStride) {
-	int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, t = blockIdx.y;
-	if (r >= rows)
-		return; // the whole warp: r is the warp's
-	const u8 *wr = w + (u64)r * rowBytes, *xr = xq + (u64)t * xqStride;
+// dot_q8_0 is one lane's part of the dot product of the Q8_0 weight row
+// wr with the Q8_0 activation row xr (cols values): lane l takes blocks l,
+// l+32, …, each block's sumi by eight dp4a over the int8 quants, scaled by
+// dw·dx.
+DEV float dot_q8_0(const u8 *wr, const u8 *xr, int cols, int lane) {
 	float acc = 0;
 	for (int b = lane; b < cols / 32; b += 32) {
 		const u8 *wb = wr + 34 * b, *xb = xr + 34 * b;
@@ -48,11 +41,8 @@ KERNEL mmvq_q8_0(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int 
 			s = dp4a(load_i32_b2(wb + 2 + 4 * k), load_i32_b2(xb + 2 + 4 * k), s);
 		acc += (float)s * (load_half(wb) * load_half(xb));
 	}
-	acc = warp_sum(acc);
-	if (lane == 0)
-		dst[(u64)t * dstStride + r] = acc;
+	return acc;
 }
-GLM_REGISTER(mmvq_q8_0)
 
 // nearest_int is ggml's nearest_int (package tensor's nearestInt): x
 // rounded to the nearest integer, ties to even, for |x| < 2²².
@@ -104,18 +94,12 @@ KERNEL quantize_q8_k_f32(u8 *dst, const float *x, int cols, int xStride, int dst
 }
 GLM_REGISTER(quantize_q8_k_f32)
 
-// mmvq_q4_k: warp k of the block computes weight row r = blockIdx.x·warps
-// + k for activation row t = blockIdx.y against the Q8_K rows xq (xqStride
-// bytes apart). Four lanes share a 256-value block, lane c taking its
-// 32-byte slice of quants, sub-blocks 2c (low nibbles) and 2c+1 (high):
-// Σ sc·Σ q·a by dp4a, minus Σ m·bsums, scaled by d·dy and dmin·dy as the
-// CPU's Q4_K × Q8_K dot product does; the warp then adds its lanes' sums.
-KERNEL mmvq_q4_k(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int rowBytes, int xqStride,
-                 int dstStride) {
-	int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, t = blockIdx.y;
-	if (r >= rows)
-		return; // the whole warp
-	const u8 *wr = w + (u64)r * rowBytes, *xr = xq + (u64)t * xqStride;
+// dot_q4_k is one lane's part of the dot product of the Q4_K weight row
+// wr with the Q8_K activation row xr. Four lanes share a 256-value block,
+// lane c of them taking its 32-byte slice of quants, sub-blocks 2c (low
+// nibbles) and 2c+1 (high): Σ sc·Σ q·a by dp4a, minus Σ m·bsums, scaled by
+// d·dy and dmin·dy as the CPU's Q4_K × Q8_K dot product does.
+DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 	int c = lane % 4;
 	float acc = 0;
 	for (int b = lane / 4; b < cols / 256; b += 8) {
@@ -137,8 +121,45 @@ KERNEL mmvq_q4_k(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int 
 		float dy = *(const float *)yb;
 		acc += (load_half(wb) * dy) * (float)(sc0 * s0 + sc1 * s1) - (load_half(wb + 2) * dy) * (float)summ;
 	}
-	acc = warp_sum(acc);
-	if (lane == 0)
-		dst[(u64)t * dstStride + r] = acc;
+	return acc;
 }
-GLM_REGISTER(mmvq_q4_k)
+
+// MMVQ_KERNELS defines, for a weight type with row dot product DOT:
+//
+// mmvq_<s>: warp k of the block computes weight row r = blockIdx.x·warps +
+// k for activation row t = blockIdx.y: dst[t·dstStride + r] = the row's
+// dot product with the quantized row t of xq (xqStride bytes apart), the
+// lanes' parts added by the warp.
+//
+// mmvq_experts_<s>: the same for every expert with rows (MoE), as
+// mm_experts_*: z = blockIdx.z is the z-th such expert, act[z] (offs[nE+1]
+// of them), its weight at wtab[act[z]], and block y its row offs[j] + y of
+// xq while there is one; dst is [·, rows].
+#define MMVQ_KERNELS(s, DOT)                                                                                    \
+	KERNEL mmvq_##s(float *dst, const u8 *w, const u8 *xq, int rows, int cols, int rowBytes, int xqStride,    \
+	                int dstStride) {                                                                           \
+		int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, t = blockIdx.y; \
+		if (r >= rows)                                                                                     \
+			return; /* the whole warp */                                                               \
+		float acc = warp_sum(DOT(w + (u64)r * rowBytes, xq + (u64)t * xqStride, cols, lane));             \
+		if (lane == 0)                                                                                     \
+			dst[(u64)t * dstStride + r] = acc;                                                         \
+	}                                                                                                          \
+	GLM_REGISTER(mmvq_##s)                                                                                     \
+	KERNEL mmvq_experts_##s(float *dst, const u64 *wtab, const u8 *xq, const int *offs, const int *act, int nE, \
+	                        int rows, int cols, int rowBytes, int xqStride) {                                  \
+		if ((int)blockIdx.z >= offs[nE + 1])                                                               \
+			return; /* the whole block */                                                              \
+		int j = act[blockIdx.z], t = offs[j] + blockIdx.y;                                                 \
+		int lane = threadIdx.x % 32, r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;                \
+		if (t >= offs[j + 1] || r >= rows)                                                                 \
+			return; /* the whole warp */                                                               \
+		const u8 *wr = (const u8 *)wtab[j] + (u64)r * rowBytes;                                            \
+		float acc = warp_sum(DOT(wr, xq + (u64)t * xqStride, cols, lane));                                 \
+		if (lane == 0)                                                                                     \
+			dst[(u64)t * rows + r] = acc;                                                              \
+	}                                                                                                          \
+	GLM_REGISTER(mmvq_experts_##s)
+
+MMVQ_KERNELS(q8_0, dot_q8_0)
+MMVQ_KERNELS(q4_k, dot_q4_k)
