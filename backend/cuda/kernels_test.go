@@ -675,6 +675,8 @@ func TestFastMatMul(t *testing.T) {
 		{tensor.Q8_0, 37, 96, 1}, {tensor.Q8_0, 8, 4096, 1}, {tensor.Q8_0, 13, 1056, 3}, {tensor.Q8_0, 5, 2048, 7},
 		// Q4_K: four lanes a 256-value block, eight blocks a pass of the warp.
 		{tensor.Q4_K, 9, 256, 1}, {tensor.Q4_K, 37, 512, 2}, {tensor.Q4_K, 5, 2304, 3}, {tensor.Q4_K, 4, 6144, 1},
+		// Q6_K: eight lanes a block, four blocks a pass.
+		{tensor.Q6_K, 9, 256, 1}, {tensor.Q6_K, 37, 1280, 2}, {tensor.Q6_K, 4, 6144, 3},
 	} {
 		gw, cw := p.weight(p.randMatrix(sh.typ, sh.rows, sh.cols))
 		gx, cx := p.buf(p.vec(sh.n*sh.cols, 0, 1))
@@ -687,4 +689,5 @@ func TestFastMatMul(t *testing.T) {
 	// launch, the gathered rows and the SwiGLU output quantized once each.
 	p.moe(tensor.Q8_0, 16, 3, 2, 64, 32, [][2]int{{0, 16}, {8, 8}})
 	p.moe(tensor.Q4_K, 8, 5, 2, 256, 512, [][2]int{{0, 8}, {4, 4}})
+	p.moe(tensor.Q6_K, 8, 3, 2, 256, 256, [][2]int{{0, 8}})
 }

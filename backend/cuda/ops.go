@@ -80,6 +80,7 @@ type mmvqType struct {
 var mmvqTypes = map[tensor.Type]mmvqType{
 	tensor.Q8_0: {32, 34, "quantize_q8_0_f32", "mmvq_q8_0", "mmvq_experts_q8_0"},
 	tensor.Q4_K: {256, 292, "quantize_q8_k_f32", "mmvq_q4_k", "mmvq_experts_q4_k"},
+	tensor.Q6_K: {256, 292, "quantize_q8_k_f32", "mmvq_q6_k", "mmvq_experts_q6_k"},
 }
 
 // mmvq is the fast path's product (Config.Fast) for the mmvqTypes: the n

@@ -58,6 +58,8 @@ func Signatures() map[string]string {
 		"mmvq_q4_k":          "pppiiiii",
 		"mmvq_experts_q8_0":  "pppppiiiii",
 		"mmvq_experts_q4_k":  "pppppiiiii",
+		"mmvq_q6_k":          "pppiiiii",
+		"mmvq_experts_q6_k":  "pppppiiiii",
 		"moe_sort_i32":       "pppppiiii",
 		"moe_gather_f32":     "ppppi",
 		"moe_scatter_f32":    "pppppi",

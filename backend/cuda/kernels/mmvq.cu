@@ -3,7 +3,7 @@
 // weight's dot-product type as ggml's reference quantizer does, and the
 // products are integer dot products of the quantized blocks (dp4a), each
 // block's sum scaled by the two blocks' scales. Q8_0 weights (Q8_0
-// activations) and Q4_K weights (Q8_K activations).
+// activations), Q4_K and Q6_K weights (Q8_K activations).
 #include "cache.h"
 #include "dequant.h"
 
@@ -124,6 +124,35 @@ DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 	return acc;
 }
 
+// dot_q6_k is one lane's part of the dot product of the Q6_K weight row
+// wr with the Q8_K activation row xr. Eight lanes share a 256-value block
+// (210 bytes: ql, qh, 16 int8 scales, d), lane g taking the 32 values
+// 128n + 32k … (g = 4n + k): their low four bits are nibble k>>1 of 32
+// bytes of ql, their high two bits bits 2k of 32 bytes of qh. The quants
+// (0 … 63) meet the activations in dp4a; the −32 of each weight is taken
+// as −32 times the activations' sum (bsums), sixteen values a scale:
+// d·dy·Σ sc·(Σ q·a − 32·Σ a), as the CPU's Q6_K × Q8_K dot product.
+DEV float dot_q6_k(const u8 *wr, const u8 *xr, int cols, int lane) {
+	int g = lane % 8, n = g / 4, k = g % 4;
+	float acc = 0;
+	for (int b = lane / 8; b < cols / 256; b += 4) {
+		const u8 *wb = wr + 210 * b, *yb = xr + 292 * b;
+		const u8 *ql = wb + 64 * n + 32 * (k & 1), *qh = wb + 128 + 32 * n;
+		const int *y = (const int *)(yb + 4 + 128 * n + 32 * k);
+		int lo = 4 * (k >> 1), hi = 2 * k, s[2] = {0, 0};
+		UNROLL
+		for (int m = 0; m < 8; m++) {
+			int q = ((load_i32_b2(ql + 4 * m) >> lo) & 0x0f0f0f0f) | (((load_i32_b2(qh + 4 * m) >> hi) & 0x03030303) << 4);
+			s[m / 4] = dp4a(q, y[m], s[m / 4]);
+		}
+		const short *bs = (const short *)(yb + 260) + 8 * n + 2 * k;
+		const i8 *sc = (const i8 *)(wb + 192) + 8 * n + 2 * k;
+		int isum = sc[0] * (s[0] - 32 * bs[0]) + sc[1] * (s[1] - 32 * bs[1]);
+		acc += (load_half(wb + 208) * *(const float *)yb) * (float)isum;
+	}
+	return acc;
+}
+
 // MMVQ_KERNELS defines, for a weight type with row dot product DOT:
 //
 // mmvq_<s>: warp k of the block computes weight row r = blockIdx.x·warps +
@@ -163,3 +192,4 @@ DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 
 MMVQ_KERNELS(q8_0, dot_q8_0)
 MMVQ_KERNELS(q4_k, dot_q4_k)
+MMVQ_KERNELS(q6_k, dot_q6_k)
