@@ -35,8 +35,9 @@
 // are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
 // router's top-k over the experts ranks by counting; collectives stage through host
 // memory (no NCCL or peer copies yet). Config.Fast quantizes the
-// activations of products with Q8_0 weights to Q8_0 and with Q4_K and Q6_K
-// weights to Q8_K and takes dp4a integer dot products, a warp a weight row
+// activations of products with Q8_0 weights to Q8_0 and with Q4_K, Q5_K,
+// Q6_K and IQ4_XS weights to Q8_K and takes dp4a integer dot products, a
+// warp a weight row
 // (mmvq_<type>; the MoE experts' through mmvq_experts_<type>), as the
 // CPU's fast path does; the other types' products stay dequantizing
 // float32 ones.

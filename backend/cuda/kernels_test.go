@@ -677,6 +677,8 @@ func TestFastMatMul(t *testing.T) {
 		{tensor.Q4_K, 9, 256, 1}, {tensor.Q4_K, 37, 512, 2}, {tensor.Q4_K, 5, 2304, 3}, {tensor.Q4_K, 4, 6144, 1},
 		// Q6_K: eight lanes a block, four blocks a pass.
 		{tensor.Q6_K, 9, 256, 1}, {tensor.Q6_K, 37, 1280, 2}, {tensor.Q6_K, 4, 6144, 3},
+		{tensor.Q5_K, 9, 256, 1}, {tensor.Q5_K, 13, 2304, 2},
+		{tensor.IQ4_XS, 9, 256, 1}, {tensor.IQ4_XS, 13, 1280, 3}, {tensor.IQ4_XS, 4, 6144, 1},
 	} {
 		gw, cw := p.weight(p.randMatrix(sh.typ, sh.rows, sh.cols))
 		gx, cx := p.buf(p.vec(sh.n*sh.cols, 0, 1))
@@ -690,4 +692,6 @@ func TestFastMatMul(t *testing.T) {
 	p.moe(tensor.Q8_0, 16, 3, 2, 64, 32, [][2]int{{0, 16}, {8, 8}})
 	p.moe(tensor.Q4_K, 8, 5, 2, 256, 512, [][2]int{{0, 8}, {4, 4}})
 	p.moe(tensor.Q6_K, 8, 3, 2, 256, 256, [][2]int{{0, 8}})
+	p.moe(tensor.Q5_K, 8, 3, 2, 256, 256, [][2]int{{0, 8}})
+	p.moe(tensor.IQ4_XS, 8, 3, 2, 256, 256, [][2]int{{0, 8}})
 }

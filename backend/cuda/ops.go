@@ -78,9 +78,11 @@ type mmvqType struct {
 // is the one the CPU's fast path quantizes to for them (ggml's
 // vec_dot_type).
 var mmvqTypes = map[tensor.Type]mmvqType{
-	tensor.Q8_0: {32, 34, "quantize_q8_0_f32", "mmvq_q8_0", "mmvq_experts_q8_0"},
-	tensor.Q4_K: {256, 292, "quantize_q8_k_f32", "mmvq_q4_k", "mmvq_experts_q4_k"},
-	tensor.Q6_K: {256, 292, "quantize_q8_k_f32", "mmvq_q6_k", "mmvq_experts_q6_k"},
+	tensor.Q8_0:   {32, 34, "quantize_q8_0_f32", "mmvq_q8_0", "mmvq_experts_q8_0"},
+	tensor.Q4_K:   {256, 292, "quantize_q8_k_f32", "mmvq_q4_k", "mmvq_experts_q4_k"},
+	tensor.Q5_K:   {256, 292, "quantize_q8_k_f32", "mmvq_q5_k", "mmvq_experts_q5_k"},
+	tensor.Q6_K:   {256, 292, "quantize_q8_k_f32", "mmvq_q6_k", "mmvq_experts_q6_k"},
+	tensor.IQ4_XS: {256, 292, "quantize_q8_k_f32", "mmvq_iq4_xs", "mmvq_experts_iq4_xs"},
 }
 
 // mmvq is the fast path's product (Config.Fast) for the mmvqTypes: the n

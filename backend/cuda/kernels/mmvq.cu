@@ -3,7 +3,8 @@
 // weight's dot-product type as ggml's reference quantizer does, and the
 // products are integer dot products of the quantized blocks (dp4a), each
 // block's sum scaled by the two blocks' scales. Q8_0 weights (Q8_0
-// activations), Q4_K and Q6_K weights (Q8_K activations).
+// activations), Q4_K, Q5_K, Q6_K and IQ4_XS weights (Q8_K activations):
+// the types of GLM-5's UD-Q4_K_XL files.
 #include "cache.h"
 #include "dequant.h"
 
@@ -153,6 +154,68 @@ DEV float dot_q6_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 	return acc;
 }
 
+// dot_q5_k is dot_q4_k for Q5_K (176 bytes: d, dmin, scales, qh[32],
+// qs[128]): each weight's fifth bit is bit j of qh[l] for sub-block j, put
+// above the nibble before dp4a.
+DEV float dot_q5_k(const u8 *wr, const u8 *xr, int cols, int lane) {
+	int c = lane % 4;
+	float acc = 0;
+	for (int b = lane / 4; b < cols / 256; b += 8) {
+		const u8 *wb = wr + 176 * b, *yb = xr + 292 * b;
+		int sc0, m0, sc1, m1;
+		scale_min_k4(wb + 4, 2 * c, &sc0, &m0);
+		scale_min_k4(wb + 4, 2 * c + 1, &sc1, &m1);
+		const int *q = (const int *)(wb + 48 + 32 * c), *qh = (const int *)(wb + 16);
+		const int *y0 = (const int *)(yb + 4 + 64 * c), *y1 = y0 + 8;
+		int s0 = 0, s1 = 0;
+		UNROLL
+		for (int k = 0; k < 8; k++) {
+			int qq = q[k], hh = qh[k];
+			s0 = dp4a((qq & 0x0f0f0f0f) | ((hh >> (2 * c)) & 0x01010101) << 4, y0[k], s0);
+			s1 = dp4a(((qq >> 4) & 0x0f0f0f0f) | ((hh >> (2 * c + 1)) & 0x01010101) << 4, y1[k], s1);
+		}
+		const short *bs = (const short *)(yb + 260) + 4 * c;
+		int summ = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
+		float dy = *(const float *)yb;
+		acc += (load_half(wb) * dy) * (float)(sc0 * s0 + sc1 * s1) - (load_half(wb + 2) * dy) * (float)summ;
+	}
+	return acc;
+}
+
+// iq4nl_bytes maps the four low (shift 0) or high (shift 4) nibbles of the
+// word q through IQ4_NL's codebook to four signed bytes.
+DEV int iq4nl_bytes(int q, int shift) {
+	u32 r = 0;
+	UNROLL
+	for (int i = 0; i < 4; i++)
+		r |= (u32)(u8)(i8)iq4nl_value((q >> (8 * i + shift)) & 15) << (8 * i);
+	return (int)r;
+}
+
+// dot_iq4_xs is one lane's part of the dot product of the IQ4_XS weight
+// row wr (136-byte blocks: d, the scales' high and low bits, qs[128]) with
+// the Q8_K row xr. Eight lanes share a block, lane j its sub-block of 32:
+// codebook values by dp4a, then d·dy·(ls − 32) times that sum, per
+// sub-block, as the CPU's IQ4_XS × Q8_K dot product.
+DEV float dot_iq4_xs(const u8 *wr, const u8 *xr, int cols, int lane) {
+	int j = lane % 8;
+	float acc = 0;
+	for (int b = lane / 8; b < cols / 256; b += 4) {
+		const u8 *wb = wr + 136 * b, *yb = xr + 292 * b;
+		int sh = load_u16(wb + 2);
+		int ls = ((wb[4 + j / 2] >> (4 * (j % 2))) & 15) | ((sh >> (2 * j)) & 3) << 4;
+		const int *q = (const int *)(wb + 8 + 16 * j), *y = (const int *)(yb + 4 + 32 * j);
+		int s = 0;
+		UNROLL
+		for (int k = 0; k < 4; k++) {
+			s = dp4a(iq4nl_bytes(q[k], 0), y[k], s);
+			s = dp4a(iq4nl_bytes(q[k], 4), y[k + 4], s);
+		}
+		acc += (load_half(wb) * *(const float *)yb) * (float)(ls - 32) * (float)s;
+	}
+	return acc;
+}
+
 // MMVQ_KERNELS defines, for a weight type with row dot product DOT:
 //
 // mmvq_<s>: warp k of the block computes weight row r = blockIdx.x·warps +
@@ -192,4 +255,6 @@ DEV float dot_q6_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 
 MMVQ_KERNELS(q8_0, dot_q8_0)
 MMVQ_KERNELS(q4_k, dot_q4_k)
+MMVQ_KERNELS(q5_k, dot_q5_k)
 MMVQ_KERNELS(q6_k, dot_q6_k)
+MMVQ_KERNELS(iq4_xs, dot_iq4_xs)
