@@ -95,27 +95,35 @@ KERNEL quantize_q8_k_f32(u8 *dst, const float *x, int cols, int xStride, int dst
 }
 GLM_REGISTER(quantize_q8_k_f32)
 
-// dot_q4_k is one lane's part of the dot product of the Q4_K weight row
-// wr with the Q8_K activation row xr. Four lanes share a 256-value block,
-// lane c of them taking its 32-byte slice of quants, sub-blocks 2c (low
-// nibbles) and 2c+1 (high): Σ sc·Σ q·a by dp4a, minus Σ m·bsums, scaled by
-// d·dy and dmin·dy as the CPU's Q4_K × Q8_K dot product does.
-DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) {
+// dot_qk45 is one lane's part of the dot product of the Q4_K (Q5 false)
+// or Q5_K (Q5 true) weight row wr with the Q8_K activation row xr. Four
+// lanes share a 256-value block, lane c of them taking its 32-byte slice
+// of quants, sub-blocks 2c (low nibbles) and 2c+1 (high): Σ sc·Σ q·a by
+// dp4a, minus Σ m·bsums, scaled by d·dy and dmin·dy as the CPU's K-quant ×
+// Q8_K dot product does. Q4_K blocks are 144 bytes (d, dmin, scales,
+// qs[128]); Q5_K blocks 176 (qh[32] before qs), each weight's fifth bit
+// being bit j of qh[l] for sub-block j, put above its nibble.
+template <bool Q5> DEV float dot_qk45(const u8 *wr, const u8 *xr, int cols, int lane) {
+	const int size = Q5 ? 176 : 144, qsOff = Q5 ? 48 : 16;
 	int c = lane % 4;
 	float acc = 0;
 	for (int b = lane / 4; b < cols / 256; b += 8) {
-		const u8 *wb = wr + 144 * b, *yb = xr + 292 * b;
+		const u8 *wb = wr + size * b, *yb = xr + 292 * b;
 		int sc0, m0, sc1, m1;
 		scale_min_k4(wb + 4, 2 * c, &sc0, &m0);
 		scale_min_k4(wb + 4, 2 * c + 1, &sc1, &m1);
-		const int *q = (const int *)(wb + 16 + 32 * c);
+		const int *q = (const int *)(wb + qsOff + 32 * c), *qh = (const int *)(wb + 16);
 		const int *y0 = (const int *)(yb + 4 + 64 * c), *y1 = y0 + 8;
 		int s0 = 0, s1 = 0;
 		UNROLL
 		for (int k = 0; k < 8; k++) {
-			int qq = q[k];
-			s0 = dp4a(qq & 0x0f0f0f0f, y0[k], s0);
-			s1 = dp4a((qq >> 4) & 0x0f0f0f0f, y1[k], s1);
+			int lo = q[k] & 0x0f0f0f0f, hi = (q[k] >> 4) & 0x0f0f0f0f;
+			if (Q5) {
+				lo |= ((qh[k] >> (2 * c)) & 0x01010101) << 4;
+				hi |= ((qh[k] >> (2 * c + 1)) & 0x01010101) << 4;
+			}
+			s0 = dp4a(lo, y0[k], s0);
+			s1 = dp4a(hi, y1[k], s1);
 		}
 		const short *bs = (const short *)(yb + 260) + 4 * c;
 		int summ = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
@@ -124,6 +132,8 @@ DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 	}
 	return acc;
 }
+DEV float dot_q4_k(const u8 *wr, const u8 *xr, int cols, int lane) { return dot_qk45<false>(wr, xr, cols, lane); }
+DEV float dot_q5_k(const u8 *wr, const u8 *xr, int cols, int lane) { return dot_qk45<true>(wr, xr, cols, lane); }
 
 // dot_q6_k is one lane's part of the dot product of the Q6_K weight row
 // wr with the Q8_K activation row xr. Eight lanes share a 256-value block
@@ -150,34 +160,6 @@ DEV float dot_q6_k(const u8 *wr, const u8 *xr, int cols, int lane) {
 		const i8 *sc = (const i8 *)(wb + 192) + 8 * n + 2 * k;
 		int isum = sc[0] * (s[0] - 32 * bs[0]) + sc[1] * (s[1] - 32 * bs[1]);
 		acc += (load_half(wb + 208) * *(const float *)yb) * (float)isum;
-	}
-	return acc;
-}
-
-// dot_q5_k is dot_q4_k for Q5_K (176 bytes: d, dmin, scales, qh[32],
-// qs[128]): each weight's fifth bit is bit j of qh[l] for sub-block j, put
-// above the nibble before dp4a.
-DEV float dot_q5_k(const u8 *wr, const u8 *xr, int cols, int lane) {
-	int c = lane % 4;
-	float acc = 0;
-	for (int b = lane / 4; b < cols / 256; b += 8) {
-		const u8 *wb = wr + 176 * b, *yb = xr + 292 * b;
-		int sc0, m0, sc1, m1;
-		scale_min_k4(wb + 4, 2 * c, &sc0, &m0);
-		scale_min_k4(wb + 4, 2 * c + 1, &sc1, &m1);
-		const int *q = (const int *)(wb + 48 + 32 * c), *qh = (const int *)(wb + 16);
-		const int *y0 = (const int *)(yb + 4 + 64 * c), *y1 = y0 + 8;
-		int s0 = 0, s1 = 0;
-		UNROLL
-		for (int k = 0; k < 8; k++) {
-			int qq = q[k], hh = qh[k];
-			s0 = dp4a((qq & 0x0f0f0f0f) | ((hh >> (2 * c)) & 0x01010101) << 4, y0[k], s0);
-			s1 = dp4a(((qq >> 4) & 0x0f0f0f0f) | ((hh >> (2 * c + 1)) & 0x01010101) << 4, y1[k], s1);
-		}
-		const short *bs = (const short *)(yb + 260) + 4 * c;
-		int summ = m0 * (bs[0] + bs[1]) + m1 * (bs[2] + bs[3]);
-		float dy = *(const float *)yb;
-		acc += (load_half(wb) * dy) * (float)(sc0 * s0 + sc1 * s1) - (load_half(wb + 2) * dy) * (float)summ;
 	}
 	return acc;
 }
