@@ -183,8 +183,15 @@ func (p *pool) stopped() bool {
 	}
 }
 
-// stop ends the helpers; do runs every chunk on its caller after.
+// stop ends the helpers; do runs every chunk on its caller after. It takes
+// do's lock, so that it never lands between do's check of stopped and the
+// helpers' work on what do publishes: a helper that left on quit before
+// an operation was published would never report it done, and do would
+// wait for it forever. (stop runs as a cleanup when the pool's owner
+// becomes unreachable, which can happen while do runs on the pool.)
 func (p *pool) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	select {
 	case <-p.quit:
 	default:

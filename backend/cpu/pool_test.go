@@ -125,3 +125,46 @@ func TestPoolLateWake(t *testing.T) {
 		t.Fatalf("do hangs after a late wake-up (busy %d)", p.busy.Load())
 	}
 }
+
+// TestPoolStopDuringOperations: stop waits for an operation in progress.
+// A do that found the pool running publishes its operation to helpers
+// that must still be there: a helper that saw quit in between (parked, so
+// no wake-up claimed it) would leave without doing it, and do would wait
+// for it forever; stop runs as the cleanup of the pool's owner, which can
+// become unreachable while do runs. Here the test holds do's lock, as a
+// do does from its check of stopped to its end, with the helper parked:
+// quit must stay open until the lock is released, and the next do then
+// runs every chunk once on the caller.
+func TestPoolStopDuringOperations(t *testing.T) {
+	p := newPool(2)
+	p.do(&chunkCounter{runs: make([]atomic.Int32, 4)}, 4)
+	for deadline := time.Now().Add(10 * time.Second); !p.hs[0].asleep.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the helper never parked")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	p.mu.Lock()
+	stopped := make(chan struct{})
+	go func() {
+		p.stop()
+		close(stopped)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if p.stopped() {
+		t.Error("stop closed quit while an operation held the pool")
+	}
+	p.mu.Unlock()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return after the operation")
+	}
+	c := &chunkCounter{runs: make([]atomic.Int32, 8)}
+	p.do(c, len(c.runs))
+	for i := range c.runs {
+		if n := c.runs[i].Load(); n != 1 {
+			t.Errorf("after stop: chunk %d ran %d times", i, n)
+		}
+	}
+}
