@@ -56,15 +56,15 @@ func (d *Device) MatMul(dst, x backend.Buffer, n int, w backend.Weight) {
 		panic(fmt.Sprintf("%s: MatMul %s: x has %d values, dst %d; want %d x %d and %d x %d",
 			d.Name(), wt.name, in.n, o.n, n, wt.cols, n, wt.rows))
 	}
-	if q, ok := mmvqTypes[wt.typ]; ok && d.fast && wt.scale == 0 && wt.cols%q.block == 0 {
+	if q, ok := d.fastProduct(wt); ok {
 		d.mmvq(o.ptr, in.ptr, wt, n, q)
 		return
 	}
 	d.mm(o.ptr, in.ptr, wt, wt.rows, n, wt.cols, wt.rows, 1, 0, 0)
 }
 
-// mmvqWarps is the number of weight rows (one a warp) a block of
-// mmvq_q8_0 computes.
+// mmvqWarps is the number of weight rows (one a warp) a block of the
+// mmvq_* and mmvq_experts_* kernels computes.
 const mmvqWarps = 4
 
 // mmvqType is a weight type's fast product: the activations' block type
@@ -83,6 +83,13 @@ var mmvqTypes = map[tensor.Type]mmvqType{
 	tensor.Q5_K:   {256, 292, "quantize_q8_k_f32", "mmvq_q5_k", "mmvq_experts_q5_k"},
 	tensor.Q6_K:   {256, 292, "quantize_q8_k_f32", "mmvq_q6_k", "mmvq_experts_q6_k"},
 	tensor.IQ4_XS: {256, 292, "quantize_q8_k_f32", "mmvq_iq4_xs", "mmvq_experts_iq4_xs"},
+}
+
+// fastProduct returns w's fast product when the fast path (Config.Fast)
+// has one for it: a type of mmvqTypes, no scale, whole activation blocks.
+func (d *Device) fastProduct(w *weight) (mmvqType, bool) {
+	q, ok := mmvqTypes[w.typ]
+	return q, ok && d.fast && w.scale == 0 && w.cols%q.block == 0
 }
 
 // mmvq is the fast path's product (Config.Fast) for the mmvqTypes: the n
@@ -357,8 +364,8 @@ func (d *Device) MoE(dst, x backend.Buffer, T int, ids backend.IDs, weights back
 	}
 	product := func(dst uint64, i int, x uint64, rows, cols int) {
 		w := tabs.ws[i]
-		q, ok := mmvqTypes[w.typ]
-		if !ok || !d.fast || w.scale != 0 || cols%q.block != 0 {
+		q, ok := d.fastProduct(w)
+		if !ok {
 			d.run("mm_experts_"+mmTypes[w.typ], dim3{uint32(rows), cdiv(T, 4), z}, dim3{mmBlock(cols), 1, 1}, 0,
 				dst, tabs.ptrs[i], x, offs.ptr, act.ptr, i32(nE), i32(rows), i32(cols), i32(w.rowBytes), w.scale)
 			return
