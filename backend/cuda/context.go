@@ -18,15 +18,52 @@ type gpu struct {
 	minor   int
 	total   uint64 // device memory in bytes
 
-	work chan func()
+	work chan command
 	done chan struct{}
 	once sync.Once
 
 	// Owned by the worker goroutine.
 	ctx    uintptr
 	stream uintptr
-	queued bool // work was queued on stream since it was last drained
+	queued bool                     // work was queued on stream since it was last drained
+	vals   *[maxArgs]uint64         // a launch's argument values, or an upload's bytes (pinned)
+	params *[maxArgs]unsafe.Pointer // the addresses of vals (pinned)
 }
+
+// maxArgs is the most arguments a kernel launch carries; an upload of at
+// most 8·maxArgs bytes travels in a command too.
+const maxArgs = 32
+
+// The kinds of command.
+const (
+	cmdCall   = iota // run fn; its caller waits for it (gpu.do)
+	cmdLaunch        // launch kernel f with args
+	cmdUpload        // copy the nbytes at args to device address dst
+)
+
+// command is one entry of a GPU's queue, run in order on the GPU's
+// thread. Launches and small uploads are queued by value and nobody waits
+// for them: issuing one costs a channel send, no allocation and no round
+// trip; one that fails records the fault on dev, which its next Sync
+// reports (as the driver reports a kernel's fault at the next
+// synchronisation).
+type command struct {
+	kind   int
+	fn     func() // cmdCall
+	dev    *Device
+	f      uintptr
+	grid   dim3
+	block  dim3
+	shared uint32
+	nargs  int
+	dst    uint64 // cmdUpload
+	nbytes int
+	args   [maxArgs]uint64
+}
+
+// queueDepth is how many commands may wait for the GPU's thread before an
+// issuing goroutine blocks.
+const queueDepth = 256
 
 // attributes of cuDeviceGetAttribute.
 const (
@@ -37,7 +74,7 @@ const (
 // newGPU retains the primary context of device ordinal on a new locked
 // OS thread and creates the device's stream.
 func newGPU(drv *driver, ordinal int) (*gpu, error) {
-	g := &gpu{drv: drv, ordinal: ordinal, work: make(chan func()), done: make(chan struct{})}
+	g := &gpu{drv: drv, ordinal: ordinal, work: make(chan command, queueDepth), done: make(chan struct{})}
 	ready := make(chan error)
 	go g.loop(ready)
 	if err := <-ready; err != nil {
@@ -87,9 +124,26 @@ func (g *gpu) loop(ready chan<- error) {
 	if err != nil {
 		return
 	}
-	for f := range g.work {
-		f()
+	// The argument slots are allocated and pinned once: the driver reads
+	// them through params during cuLaunchKernel.
+	var pin runtime.Pinner
+	g.vals, g.params = new([maxArgs]uint64), new([maxArgs]unsafe.Pointer)
+	for i := range g.params {
+		g.params[i] = unsafe.Pointer(&g.vals[i])
 	}
+	pin.Pin(g.vals)
+	pin.Pin(g.params)
+	for c := range g.work {
+		switch c.kind {
+		case cmdCall:
+			c.fn()
+		case cmdLaunch:
+			g.launchNow(&c)
+		case cmdUpload:
+			g.uploadNow(&c)
+		}
+	}
+	pin.Unpin()
 	d.cuStreamSynchronize(g.stream)
 	d.cuStreamDestroy_v2(g.stream)
 	d.cuDevicePrimaryCtxRelease_v2(int32(g.ordinal))
@@ -100,10 +154,10 @@ func (g *gpu) loop(ready chan<- error) {
 func (g *gpu) do(f func() error) error {
 	var err error
 	ch := make(chan struct{})
-	g.work <- func() {
+	g.work <- command{kind: cmdCall, fn: func() {
 		err = f()
 		close(ch)
-	}
+	}}
 	<-ch
 	return err
 }
@@ -146,6 +200,36 @@ func (g *gpu) htod(dst uint64, src unsafe.Pointer, n int64) error {
 		g.queued = true
 		return g.drv.check("cuMemcpyHtoDAsync_v2", g.drv.cuMemcpyHtoDAsync_v2(dst, src, uint64(n), g.stream))
 	})
+}
+
+// upload queues a copy of the n bytes at src to device address dst on
+// behalf of d: copies of at most 8·maxArgs bytes travel in the command
+// (the caller may change src at once) and nobody waits for them, a
+// failure is d's fault; larger ones go through htod.
+func (g *gpu) upload(d *Device, dst uint64, src unsafe.Pointer, n int64) {
+	if n == 0 {
+		return
+	}
+	if n > 8*maxArgs {
+		if err := g.htod(dst, src, n); err != nil {
+			d.fail(err)
+		}
+		return
+	}
+	c := command{kind: cmdUpload, dev: d, dst: dst, nbytes: int(n)}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&c.args[0])), n), unsafe.Slice((*byte)(src), n))
+	g.work <- c
+}
+
+// uploadNow runs an upload command: from the pinned slots, pageable
+// memory to the driver, which stages it before the call returns.
+func (g *gpu) uploadNow(c *command) {
+	*g.vals = c.args
+	g.queued = true
+	code := g.drv.cuMemcpyHtoDAsync_v2(c.dst, unsafe.Pointer(g.vals), uint64(c.nbytes), g.stream)
+	if err := g.drv.check("cuMemcpyHtoDAsync_v2", code); err != nil {
+		c.dev.fail(err)
+	}
 }
 
 // dtoh copies n bytes from device address src to host memory dst after
@@ -245,36 +329,20 @@ func (g *gpu) unload(m *module) error {
 // dim3 is a grid or block size.
 type dim3 [3]uint32
 
-// launch queues kernel f on the device's stream with the given
-// arguments, each a uint64 (device pointer), int32 or float32; their
-// addresses are pinned for the call.
-func (g *gpu) launch(name string, f uintptr, grid, block dim3, shared uint32, args []any) error {
-	return g.do(func() error {
-		vals := make([]uint64, len(args)) // one 8-byte slot per argument
-		params := make([]unsafe.Pointer, len(args))
-		var p runtime.Pinner
-		defer p.Unpin()
-		p.Pin(&vals[0])
-		for i, a := range args {
-			switch v := a.(type) {
-			case uint64:
-				vals[i] = v
-			case int32:
-				*(*int32)(unsafe.Pointer(&vals[i])) = v
-			case float32:
-				*(*float32)(unsafe.Pointer(&vals[i])) = v
-			default:
-				panic(fmt.Sprintf("cuda: %s: argument %d has type %T", name, i, a))
-			}
-			params[i] = unsafe.Pointer(&vals[i])
-		}
-		p.Pin(&params[0])
-		g.queued = true
-		code := g.drv.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, g.stream,
-			unsafe.Pointer(&params[0]), nil)
-		if err := g.drv.check("cuLaunchKernel", code); err != nil {
-			return fmt.Errorf("%s grid %v block %v: %w", name, grid, block, err)
-		}
-		return nil
-	})
+// launch queues a launch command (kind cmdLaunch, its arguments in args,
+// one 8-byte slot each) on the device's stream. It returns when the
+// command is queued; a failure is c.dev's fault.
+func (g *gpu) launch(c *command) {
+	g.work <- *c
+}
+
+// launchNow runs a launch command on the GPU's thread.
+func (g *gpu) launchNow(c *command) {
+	copy(g.vals[:c.nargs], c.args[:c.nargs])
+	g.queued = true
+	code := g.drv.cuLaunchKernel(c.f, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.shared, g.stream,
+		unsafe.Pointer(g.params), nil)
+	if err := g.drv.check("cuLaunchKernel", code); err != nil {
+		c.dev.fail(fmt.Errorf("%s grid %v block %v: %w", c.dev.kernelName(c.f), c.grid, c.block, err))
+	}
 }

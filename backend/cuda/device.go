@@ -374,9 +374,7 @@ func (d *Device) Write(dst backend.Buffer, src []float32) {
 		}
 		p, n = unsafe.Pointer(&data[0]), int64(len(data))
 	}
-	if err := d.g.htod(b.ptr, p, n); err != nil {
-		d.fail(err)
-	}
+	d.g.upload(d, b.ptr, p, n)
 }
 
 // writeIDs copies host ids to dst.
@@ -384,9 +382,7 @@ func (d *Device) writeIDs(dst *idBuf, src []int32) {
 	if len(src) == 0 || d.faulted() {
 		return
 	}
-	if err := d.g.htod(dst.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src))); err != nil {
-		d.fail(err)
-	}
+	d.g.upload(d, dst.ptr, unsafe.Pointer(&src[0]), 4*int64(len(src)))
 }
 
 // Read copies src to dst after the work queued before it. After a fault
@@ -400,11 +396,15 @@ func (d *Device) Read(dst []float32, src backend.Buffer) {
 		return
 	}
 	if !d.faulted() {
+		// A launch queued before may have failed meanwhile: the read
+		// waits for it, so faulted tells after the read.
 		err := d.readValues(dst, b)
-		if err == nil {
+		if err == nil && !d.faulted() {
 			return
 		}
-		d.fail(err)
+		if err != nil {
+			d.fail(err)
+		}
 	}
 	nan := float32(math.NaN())
 	for i := range dst {
@@ -435,9 +435,11 @@ func (d *Device) ReadIDs(dst []int32, src backend.IDs) {
 		return
 	}
 	if !d.faulted() {
-		if err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst))); err == nil {
+		err := d.g.dtoh(unsafe.Pointer(&dst[0]), b.ptr, 4*int64(len(dst)))
+		if err == nil && !d.faulted() {
 			return
-		} else {
+		}
+		if err != nil {
 			d.fail(err)
 		}
 	}
@@ -465,15 +467,25 @@ func (d *Device) Sync() error {
 func (d *Device) run(name string, grid, block dim3, shared uint32, args ...any) {
 	sig, ok := d.sigs[name]
 	if !ok {
-		panic(fmt.Sprintf("cuda: no kernel %s", name))
+		panic("cuda: no kernel " + name) // concatenated: name need not escape
 	}
-	checkArgs(name, sig, args)
+	c := command{kind: cmdLaunch, dev: d, f: d.mod.funcs[name], grid: grid, block: block, shared: shared}
+	encodeArgs(&c, name, sig, args)
 	if d.faulted() {
 		return
 	}
-	if err := d.g.launch(name, d.mod.funcs[name], grid, block, shared, args); err != nil {
-		d.fail(err)
+	d.g.launch(&c)
+}
+
+// kernelName returns the name of the kernel whose function is f, for an
+// error (a launch command carries the function only).
+func (d *Device) kernelName(f uintptr) string {
+	for name, g := range d.mod.funcs {
+		if g == f {
+			return name
+		}
 	}
+	return fmt.Sprintf("kernel %#x", f)
 }
 
 // scratchF32 returns the device's scratch buffer called name, of at least

@@ -225,3 +225,63 @@ func skipOnGPU(t *testing.T) {
 		t.Skip("needs the fake driver")
 	}
 }
+
+// TestQueuedLaunches: launches and small uploads are queued by value. The
+// issuing goroutine neither allocates nor waits for the GPU's thread:
+// with that thread held by a call, a hundred launches and an upload
+// return, and run in order once it is released.
+func TestQueuedLaunches(t *testing.T) {
+	d := openFake(t, backend.Config{Devices: 1})[0]
+	x, err := d.Alloc(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.ptr(x)
+	if allocs := testing.AllocsPerRun(100, func() {
+		d.run("fill_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(1), int32(64))
+	}); allocs != 0 {
+		t.Errorf("a launch allocates %v times", allocs)
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	go d.g.do(func() error {
+		close(held)
+		<-release
+		return nil
+	})
+	<-held
+	issued := make(chan struct{})
+	ones := make([]float32, 64)
+	for i := range ones {
+		ones[i] = 1
+	}
+	go func() {
+		for i := range 100 {
+			d.run("fill_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(i), int32(64))
+		}
+		d.Write(x.Slice(0, 8), ones[:8]) // 32 bytes: queued in the command
+		d.run("scale_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(2), int32(64))
+		close(issued)
+	}()
+	select {
+	case <-issued:
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the launches waited for the GPU's thread")
+	}
+	close(release)
+	got := make([]float32, 64)
+	d.Read(got, x)
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		want := float32(2 * 99)
+		if i < 8 {
+			want = 2
+		}
+		if v != want {
+			t.Fatalf("value %d = %g after the queued work, want %g", i, v, want)
+		}
+	}
+}

@@ -2,7 +2,8 @@ package cuda
 
 import (
 	_ "embed"
-	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/glmrun/glmrun/tensor"
 )
@@ -77,24 +78,32 @@ func Signatures() map[string]string {
 	return s
 }
 
-// checkArgs panics if args do not match the kernel's signature: a broken
-// invariant of this package, caught by every test that launches it.
-func checkArgs(name, sig string, args []any) {
-	if len(sig) != len(args) {
-		panic(fmt.Sprintf("cuda: %s takes %d arguments, got %d", name, len(sig), len(args)))
+// encodeArgs writes args into c's argument slots, 8 bytes each, and
+// panics if they do not match the kernel's signature: a broken invariant
+// of this package, caught by every test that launches it. (The panic
+// names the types without holding the arguments, so that they need not
+// escape to the heap; the messages are concatenated, not formatted, for
+// the name's sake.)
+func encodeArgs(c *command, name, sig string, args []any) {
+	if len(sig) != len(args) || len(args) > maxArgs {
+		panic("cuda: " + name + " takes " + strconv.Itoa(len(sig)) + " arguments, got " + strconv.Itoa(len(args)))
 	}
+	c.nargs = len(args)
 	for i, a := range args {
-		var ok bool
-		switch sig[i] {
-		case pPtr:
-			_, ok = a.(uint64)
-		case pInt:
-			_, ok = a.(int32)
-		case pF32:
-			_, ok = a.(float32)
+		ok := false
+		switch v := a.(type) {
+		case uint64:
+			ok = sig[i] == pPtr
+			c.args[i] = v
+		case int32:
+			ok = sig[i] == pInt
+			c.args[i] = uint64(uint32(v))
+		case float32:
+			ok = sig[i] == pF32
+			c.args[i] = uint64(math.Float32bits(v))
 		}
 		if !ok {
-			panic(fmt.Sprintf("cuda: %s argument %d is %T, signature %q", name, i, a, sig))
+			panic("cuda: " + name + " argument " + strconv.Itoa(i) + " does not match its signature " + strconv.Quote(sig))
 		}
 	}
 }

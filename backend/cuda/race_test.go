@@ -66,9 +66,9 @@ func TestRacyKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := d.Alloc(64)
-	if err := d.g.launch("glm_sim_racy", mod.funcs["glm_sim_racy"], dim3{1, 1, 1}, dim3{64, 1, 1}, 0, []any{d.ptr(b)}); err != nil {
-		t.Fatal(err)
-	}
+	c := command{kind: cmdLaunch, dev: d, f: mod.funcs["glm_sim_racy"], grid: dim3{1, 1, 1}, block: dim3{64, 1, 1}}
+	encodeArgs(&c, "glm_sim_racy", "p", []any{d.ptr(b)})
+	d.g.launch(&c)
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
 	}
