@@ -116,6 +116,11 @@ for b in cuda cpu; do
 	grep -E '^\| .*(pp|tg)[0-9]' "$OUT/bench-$b.out" | sed "s/^/  $b /" | tee -a "$S"
 	tail -n 1 "$OUT/bench-$b.out" | sed "s/^/  $b: /" | tee -a "$S"
 done
+# The same decode without CUDA graphs (one driver launch per kernel), to
+# see what graphs gain.
+timeout -k 5 60 env GLMRUN_CUDA_GRAPHS=0 "$BIN/glmrun" bench -m "$OUT/flash2.gguf" --backend cuda -p 0 -n 64 -r 2 \
+	>"$OUT/bench-cuda-nographs.out" 2>&1 || brc=1
+grep -E '^\| .*tg[0-9]' "$OUT/bench-cuda-nographs.out" | sed "s/^/  cuda, graphs off /" | tee -a "$S"
 # Tensor parallelism on the GPUs there are: TP 2 and 4 (logical devices
 # where the GPUs are fewer).
 for tp in 2 4; do

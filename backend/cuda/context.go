@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -28,7 +29,30 @@ type gpu struct {
 	queued bool                     // work was queued on stream since it was last drained
 	vals   *[maxArgs]uint64         // a launch's argument values, or an upload's bytes (pinned)
 	params *[maxArgs]unsafe.Pointer // the addresses of vals (pinned)
+	graph  graphState
 }
+
+// graphState is how a GPU's thread records the work queued between two
+// waits for the stream as a CUDA graph and launches it as one: the
+// launches and small uploads from the first after a wait up to the next
+// call that is not one (a read, a sync, an allocation, a large upload)
+// are captured, then the graph is launched, through the executable graph
+// of the previous segment updated with the new arguments where its
+// kernels are the same in the same order (a decode step after a decode
+// step), else a new one. A captured upload reads its bytes at launch from
+// pinned staging memory, reset when the stream is drained.
+type graphState struct {
+	on        bool           // capture (the driver has graphs and they are not turned off)
+	capturing bool           // the stream is capturing
+	exec      uintptr        // the last executable graph, or 0
+	staging   unsafe.Pointer // pinned host memory for captured uploads
+	used      int            // bytes of staging in use
+	log       []command      // the segment's commands, to run them one by one if the capture fails
+}
+
+// stagingBytes is the pinned memory for the uploads captured between two
+// waits for the stream (a decode step uploads its token ids).
+const stagingBytes = 64 << 10
 
 // maxArgs is the most arguments a kernel launch carries; an upload of at
 // most 8·maxArgs bytes travels in a command too.
@@ -114,7 +138,10 @@ func (g *gpu) loop(ready chan<- error) {
 			d.cuDevicePrimaryCtxRelease_v2(dev)
 			return err
 		}
-		if err := d.check("cuStreamCreate", d.cuStreamCreate(&g.stream, 0)); err != nil {
+		// Non-blocking: the synchronous copies of other devices on
+		// the same GPU (reads, after their own stream drained) must not
+		// wait for this stream, which may be capturing a graph.
+		if err := d.check("cuStreamCreate", d.cuStreamCreate(&g.stream, streamNonBlocking)); err != nil {
 			d.cuDevicePrimaryCtxRelease_v2(dev)
 			return err
 		}
@@ -133,15 +160,28 @@ func (g *gpu) loop(ready chan<- error) {
 	}
 	pin.Pin(g.vals)
 	pin.Pin(g.params)
+	if d.graphs && graphsWanted() {
+		if d.cuMemAllocHost_v2(&g.graph.staging, stagingBytes) == 0 {
+			g.graph.on = true
+			g.graph.log = make([]command, 0, 256)
+		}
+	}
 	for c := range g.work {
 		switch c.kind {
 		case cmdCall:
+			g.endCapture()
 			c.fn()
-		case cmdLaunch:
-			g.launchNow(&c)
-		case cmdUpload:
-			g.uploadNow(&c)
+		default:
+			g.queue(&c)
 		}
+	}
+	g.endCapture()
+	if g.graph.exec != 0 {
+		d.cuGraphExecDestroy(g.graph.exec)
+	}
+	if g.graph.staging != nil {
+		d.cuStreamSynchronize(g.stream)
+		d.cuMemFreeHost(g.graph.staging)
 	}
 	pin.Unpin()
 	d.cuStreamSynchronize(g.stream)
@@ -222,14 +262,114 @@ func (g *gpu) upload(d *Device, dst uint64, src unsafe.Pointer, n int64) {
 }
 
 // uploadNow runs an upload command: from the pinned slots, pageable
-// memory to the driver, which stages it before the call returns.
+// memory to the driver, which stages it before the call returns; while
+// the stream captures, from the pinned staging memory, which the graph
+// reads when it runs.
 func (g *gpu) uploadNow(c *command) {
-	*g.vals = c.args
+	src := unsafe.Pointer(g.vals)
+	if g.graph.capturing {
+		src = unsafe.Add(g.graph.staging, g.graph.used)
+		copy(unsafe.Slice((*byte)(src), c.nbytes), unsafe.Slice((*byte)(unsafe.Pointer(&c.args[0])), c.nbytes))
+		g.graph.used += (c.nbytes + 15) &^ 15
+	} else {
+		*g.vals = c.args
+	}
 	g.queued = true
-	code := g.drv.cuMemcpyHtoDAsync_v2(c.dst, unsafe.Pointer(g.vals), uint64(c.nbytes), g.stream)
+	code := g.drv.cuMemcpyHtoDAsync_v2(c.dst, src, uint64(c.nbytes), g.stream)
 	if err := g.drv.check("cuMemcpyHtoDAsync_v2", code); err != nil {
 		c.dev.fail(err)
 	}
+}
+
+// queue runs a launch or upload command: captured into the segment's
+// graph where graphs are on, else at once.
+func (g *gpu) queue(c *command) {
+	gs := &g.graph
+	if gs.on && c.kind == cmdUpload && gs.used+c.nbytes+16 > stagingBytes {
+		// The staging memory is full: the graphs that read it must run
+		// before it is reused.
+		g.endCapture()
+		if err := g.drain(); err != nil {
+			c.dev.fail(err)
+		}
+	}
+	if gs.on && !gs.capturing {
+		if code := g.drv.cuStreamBeginCapture_v2(g.stream, captureRelaxed); code != 0 {
+			gs.on = false // this driver will not capture: launch one by one
+		} else {
+			gs.capturing = true
+			gs.log = gs.log[:0]
+		}
+	}
+	if gs.capturing {
+		gs.log = append(gs.log, *c)
+	}
+	g.run(c)
+}
+
+// run launches or uploads c on the stream (captured or not).
+func (g *gpu) run(c *command) {
+	if c.kind == cmdUpload {
+		g.uploadNow(c)
+	} else {
+		g.launchNow(c)
+	}
+}
+
+// streamNonBlocking is CU_STREAM_NON_BLOCKING.
+const streamNonBlocking = 1
+
+// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED: the GPU's thread may
+// still allocate while its stream captures.
+const captureRelaxed = 2
+
+// endCapture ends the segment being captured, if any, and launches its
+// graph. If the capture or the graph fails, graphs are turned off for
+// the GPU and the segment's commands run one by one instead, so that no
+// queued work is lost.
+func (g *gpu) endCapture() {
+	gs := &g.graph
+	if !gs.capturing {
+		return
+	}
+	gs.capturing = false
+	d := g.drv
+	var graph uintptr
+	if code := d.cuStreamEndCapture(g.stream, &graph); code != 0 || graph == 0 {
+		g.uncaptured()
+		return
+	}
+	defer d.cuGraphDestroy(graph)
+	if gs.exec != 0 {
+		var info graphUpdateInfo
+		if d.cuGraphExecUpdate_v2(gs.exec, graph, &info) != 0 {
+			d.cuGraphExecDestroy(gs.exec)
+			gs.exec = 0
+		}
+	}
+	if gs.exec == 0 {
+		if d.cuGraphInstantiateWithFlags(&gs.exec, graph, 0) != 0 {
+			gs.exec = 0
+			g.uncaptured()
+			return
+		}
+	}
+	g.queued = true
+	if err := d.check("cuGraphLaunch", d.cuGraphLaunch(gs.exec, g.stream)); err != nil && len(gs.log) > 0 {
+		gs.log[0].dev.fail(err)
+	}
+	gs.log = gs.log[:0]
+}
+
+// uncaptured turns graphs off and runs the failed segment's commands one
+// by one.
+func (g *gpu) uncaptured() {
+	gs := &g.graph
+	gs.on = false
+	for i := range gs.log {
+		g.run(&gs.log[i])
+	}
+	gs.log = gs.log[:0]
 }
 
 // dtoh copies n bytes from device address src to host memory dst after
@@ -259,7 +399,9 @@ func (g *gpu) drain() error {
 		return nil
 	}
 	g.queued = false
-	return g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream))
+	err := g.drv.check("cuStreamSynchronize", g.drv.cuStreamSynchronize(g.stream))
+	g.graph.used = 0 // the graphs that read the staging memory have run
+	return err
 }
 
 // JIT options of cuModuleLoadDataEx.
@@ -346,3 +488,7 @@ func (g *gpu) launchNow(c *command) {
 		c.dev.fail(fmt.Errorf("%s grid %v block %v: %w", c.dev.kernelName(c.f), c.grid, c.block, err))
 	}
 }
+
+// graphsWanted reports whether CUDA graphs are wanted: unless
+// GLMRUN_CUDA_GRAPHS=0.
+func graphsWanted() bool { return os.Getenv("GLMRUN_CUDA_GRAPHS") != "0" }

@@ -9,7 +9,12 @@
 // Open implements backend.OpenFunc: one Device per GPU, each served by
 // one goroutine locked to an OS thread that holds the device's context,
 // with a memory budget and one stream on which operations are queued in
-// order. Faults are sticky and reported by Device.Sync.
+// order. Launches and small uploads reach that thread as commands queued
+// by value, without waiting for it; the work between two waits for the
+// stream is captured and launched as one CUDA graph, whose executable is
+// updated in place when the next segment has the same kernels (a decode
+// step after a decode step). Faults are sticky and reported by
+// Device.Sync.
 //
 // Without a driver or a device Open returns an error wrapping
 // ErrNoDriver or ErrNoDevice. Tests run everything without a GPU against

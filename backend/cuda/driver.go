@@ -47,6 +47,26 @@ type driver struct {
 	cuModuleUnload               func(m uintptr) int32
 	cuModuleGetFunction          func(f *uintptr, m uintptr, name *byte) int32
 	cuLaunchKernel               func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s uintptr, params, extra unsafe.Pointer) int32
+
+	// Stream capture and graphs (CUDA 12.0 and later; graphs is false
+	// when the driver lacks any of them) and pinned host memory.
+	graphs                      bool
+	cuMemAllocHost_v2           func(p *unsafe.Pointer, n uint64) int32
+	cuMemFreeHost               func(p unsafe.Pointer) int32
+	cuStreamBeginCapture_v2     func(s uintptr, mode int32) int32
+	cuStreamEndCapture          func(s uintptr, g *uintptr) int32
+	cuGraphInstantiateWithFlags func(x *uintptr, g uintptr, flags uint64) int32
+	cuGraphExecUpdate_v2        func(x, g uintptr, info *graphUpdateInfo) int32
+	cuGraphLaunch               func(x, s uintptr) int32
+	cuGraphDestroy              func(g uintptr) int32
+	cuGraphExecDestroy          func(x uintptr) int32
+}
+
+// graphUpdateInfo is CUgraphExecUpdateResultInfo.
+type graphUpdateInfo struct {
+	result        int32
+	errorNode     uintptr
+	errorFromNode uintptr
 }
 
 // libraryPath is the driver library to load: $GLMRUN_LIBCUDA or the
@@ -120,6 +140,30 @@ func loadDriver(path string) (*driver, error) {
 	if len(missing) > 0 {
 		closeLibrary(lib)
 		return nil, fmt.Errorf("%w: %s lacks %s", ErrNoDriver, path, strings.Join(missing, ", "))
+	}
+	// Graphs are optional: a driver without them launches one kernel at
+	// a time.
+	graphSyms := []struct {
+		name string
+		fn   any
+	}{
+		{"cuMemAllocHost_v2", &d.cuMemAllocHost_v2},
+		{"cuMemFreeHost", &d.cuMemFreeHost},
+		{"cuStreamBeginCapture_v2", &d.cuStreamBeginCapture_v2},
+		{"cuStreamEndCapture", &d.cuStreamEndCapture},
+		{"cuGraphInstantiateWithFlags", &d.cuGraphInstantiateWithFlags},
+		{"cuGraphExecUpdate_v2", &d.cuGraphExecUpdate_v2},
+		{"cuGraphLaunch", &d.cuGraphLaunch},
+		{"cuGraphDestroy", &d.cuGraphDestroy},
+		{"cuGraphExecDestroy", &d.cuGraphExecDestroy},
+	}
+	d.graphs = true
+	for _, s := range graphSyms {
+		if p, err := librarySymbol(lib, s.name); err == nil && p != 0 {
+			purego.RegisterFunc(s.fn, p)
+		} else {
+			d.graphs = false
+		}
 	}
 	return d, nil
 }

@@ -285,3 +285,76 @@ func TestQueuedLaunches(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphs: the work queued between two reads runs as one CUDA graph
+// (its upload from pinned staging memory); a later segment of the same
+// kernels in the same order updates the executable graph with its own
+// arguments, one of other kernels instantiates a new one. The values are
+// those of launching one at a time: with graphs turned off
+// (GLMRUN_CUDA_GRAPHS=0) and when the driver's capture fails, where the
+// segment's commands run one by one and graphs stay off.
+func TestGraphs(t *testing.T) {
+	skipOnGPU(t)
+	for _, tc := range []struct {
+		name, env, val              string
+		replays, instances, updates int
+	}{
+		{"graphs", "", "", 4, 2, 2},
+		{"off", "GLMRUN_CUDA_GRAPHS", "0", 0, 0, 0},
+		{"capture fails", "FAKECUDA_CAPTURE_FAIL", "1", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv(tc.env, tc.val)
+			}
+			d := openFake(t, backend.Config{Devices: 1})[0]
+			var counters func(*[5]int64)
+			fakeFunc(t, "fake_counters", &counters)
+			x, err := d.Alloc(64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := d.ptr(x)
+			var before, after [5]int64
+			fakeLog(t)
+			counters(&before)
+			got, vals := make([]float32, 64), make([]float32, 8)
+			for k := range 4 {
+				for i := range vals {
+					vals[i] = float32(10 + k)
+				}
+				d.run("fill_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(k), int32(64))
+				if k < 3 {
+					d.Write(x.Slice(0, 8), vals)
+				} else { // other kernels: a new graph
+					d.run("scale_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(5), int32(64))
+				}
+				d.run("scale_f32", dim3{1, 1, 1}, dim3{64, 1, 1}, 0, p, float32(2), int32(64))
+				d.Read(got, x)
+				for i, v := range got {
+					want := float32(2 * k)
+					if k == 3 {
+						want = float32(2 * 5 * k)
+					} else if i < 8 {
+						want = float32(2 * (10 + k))
+					}
+					if v != want {
+						t.Fatalf("segment %d: value %d = %g, want %g", k, i, v, want)
+					}
+				}
+			}
+			if err := d.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			counters(&after)
+			log := fakeLog(t)
+			replays := after[4] - before[4]
+			instances := strings.Count(log, "cuGraphInstantiateWithFlags")
+			updates := strings.Count(log, "cuGraphExecUpdate_v2 -> 0")
+			if replays != int64(tc.replays) || instances != tc.instances || updates != tc.updates {
+				t.Errorf("%d graph launches, %d instantiations, %d updates; want %d, %d, %d",
+					replays, instances, updates, tc.replays, tc.instances, tc.updates)
+			}
+		})
+	}
+}

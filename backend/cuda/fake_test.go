@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
@@ -106,7 +107,13 @@ func fakeLog(t testing.TB) string {
 	var reset func()
 	fakeFunc(t, "fake_log", &logFn)
 	fakeFunc(t, "fake_log_reset", &reset)
-	s := cString(logFn())
+	p := logFn()
+	// The log is up to a megabyte: longer than cString reads.
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(nil), p+uintptr(n))) != 0 { //nolint:govet // C memory of the fake
+		n++
+	}
+	s := string(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n)) //nolint:govet // C memory of the fake
 	reset()
 	return s
 }

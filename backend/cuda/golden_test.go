@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,8 +306,8 @@ func TestLogicalDevices(t *testing.T) {
 // of its logits, which is the only download (one row of V floats), and it
 // uploads at most 1 KB (the token id). With -v it prints the figures as
 // one line, "counters: launches=… syncs=… h2d_bytes=… d2h_bytes=…
-// graph_replays=…". The step is not captured as a graph yet, so
-// graph_replays is 0.
+// graph_replays=…". The step runs as one CUDA graph: the executable
+// graph of the step before it, updated with this step's arguments.
 func TestDecodeStepCounters(t *testing.T) {
 	useFake(t)
 	if onGPU() {
@@ -332,12 +333,14 @@ func TestDecodeStepCounters(t *testing.T) {
 	var counters func(*[5]int64)
 	fakeFunc(t, "fake_counters", &counters)
 	var before, after [5]int64
+	fakeLog(t) // cleared
 	counters(&before)
 	row, err := s.Decode(ref.Prompt[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	counters(&after)
+	log := fakeLog(t)
 	var c [5]int64
 	for i := range c {
 		c[i] = after[i] - before[i]
@@ -350,6 +353,10 @@ func TestDecodeStepCounters(t *testing.T) {
 	}
 	if launches == 0 {
 		t.Error("no kernel launched")
+	}
+	if graphs != 1 || strings.Count(log, "cuGraphExecUpdate_v2 -> 0") != 1 || strings.Contains(log, "cuGraphInstantiate") {
+		t.Errorf("a decode step after a decode step: %d graph launches, %d successful graph updates, %d instantiations; want 1, 1, 0",
+			graphs, strings.Count(log, "cuGraphExecUpdate_v2 -> 0"), strings.Count(log, "cuGraphInstantiate"))
 	}
 }
 

@@ -3,10 +3,16 @@
 // names; device memory is host memory; every call is appended to a log
 // (fake_log); and cuLaunchKernel executes the kernel on the CPU through
 // sim.cc (the same .cu sources compiled with GLM_CPU_SIM), after checking
-// the launch against the .entry parameter list of the loaded PTX.
+// the launch against the .entry parameter list of the loaded PTX. Stream
+// capture records launches and host-to-device copies (from memory of
+// cuMemAllocHost only, as a real capture requires) into a graph instead
+// of running them; an instantiated graph runs them in order when
+// launched, and cuGraphExecUpdate takes a graph of the same kernels in the
+// same order (new arguments and sizes), as the real one does.
 //
 // Environment: FAKECUDA_DEVICES (default 1; 0 makes cuInit fail with
-// CUDA_ERROR_NO_DEVICE), FAKECUDA_MEM (bytes per device, default 1 GiB).
+// CUDA_ERROR_NO_DEVICE), FAKECUDA_MEM (bytes per device, default 1 GiB),
+// FAKECUDA_CAPTURE_FAIL (set: every stream capture ends invalidated).
 // A PTX image containing "glmrun_fake_jit_error" fails to load with
 // CUDA_ERROR_INVALID_PTX and a message in the JIT error log buffer.
 #include <pthread.h>
@@ -34,6 +40,10 @@ enum {
 	INVALID_HANDLE = 400,
 	NOT_FOUND = 500,
 	LAUNCH_FAILED = 719,
+	CAPTURE_UNSUPPORTED = 900,
+	CAPTURE_INVALIDATED = 901,
+	CAPTURE_IMPLICIT = 906,
+	GRAPH_UPDATE_FAILURE = 910,
 };
 
 static const struct {
@@ -51,6 +61,14 @@ static const struct {
     {INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+    {CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {GRAPH_UPDATE_FAILURE, "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE",
+     "the graph update was not performed because it included changes which violated constraints specific to "
+     "instantiated graph update"},
 };
 
 int glm_sim_launch(const char *name, const unsigned grid[3], const unsigned block[3], unsigned shmem, void **params,
@@ -122,7 +140,7 @@ void fake_counters(long *out) {
 
 // Simulated time per kernel name.
 static struct {
-	char name[64];
+	char name[128];
 	long n;
 	double sec;
 } stats[128];
@@ -176,7 +194,7 @@ struct alloc {
 };
 static struct alloc *allocs;
 static size_t used[64];
-static int current = -1; // device of the current context (one thread model: last set)
+static __thread int current = -1; // device of the calling thread's current context
 
 static struct alloc *find(CUdeviceptr p, size_t n) {
 	for (struct alloc *a = allocs; a; a = a->next)
@@ -314,11 +332,25 @@ CUresult cuCtxSynchronize(void) {
 	return inited ? SUCCESS : NOT_INITIALIZED;
 }
 
+// A stream: whether it captures, whether that capture was invalidated,
+// and the graph it records into.
+struct graph;
+struct stream {
+	int dev;      // the device whose context was current at its creation
+	int blocking; // created without CU_STREAM_NON_BLOCKING: synchronous copies wait for it
+	int capturing, invalid;
+	struct graph *g;
+};
+static int capturing[64]; // blocking streams capturing now, per device
+
 CUresult cuStreamCreate(CUstream *s, unsigned flags) {
 	pthread_mutex_lock(&mu);
 	CHECK_INIT();
 	logf_("cuStreamCreate flags=%u", flags);
-	*s = malloc(1);
+	struct stream *st = calloc(1, sizeof *st);
+	st->dev = current < 0 ? 0 : current;
+	st->blocking = !(flags & 1);
+	*s = st;
 	RET(SUCCESS);
 }
 CUresult cuStreamDestroy_v2(CUstream s) {
@@ -326,8 +358,17 @@ CUresult cuStreamDestroy_v2(CUstream s) {
 	return SUCCESS;
 }
 CUresult cuStreamSynchronize(CUstream s) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	struct stream *st = s;
+	if (st && st->capturing) {
+		st->invalid = 1;
+		logf_("cuStreamSynchronize while capturing");
+		RET(CAPTURE_UNSUPPORTED);
+	}
 	__atomic_fetch_add(&nsyncs, 1, __ATOMIC_RELAXED);
-	return inited ? SUCCESS : NOT_INITIALIZED;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
 }
 
 CUresult cuEventCreate(CUevent *e, unsigned flags) {
@@ -407,6 +448,8 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
+static CUresult recordCopy(struct stream *st, CUdeviceptr dst, const void *src, size_t n);
+
 // The stream's work runs at launch here, so an asynchronous copy is done
 // on return, as a real one from pageable memory is staged by then.
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s) {
@@ -420,6 +463,13 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 		logf_("cuMemcpyHtoDAsync_v2 %zu bytes outside any allocation", n);
 		RET(INVALID_VALUE);
 	}
+	struct stream *st = s;
+	if (st->capturing) {
+		CUresult r = recordCopy(st, dst, src, n);
+		if (r != SUCCESS)
+			logf_("cuMemcpyHtoDAsync_v2 captured from memory not of cuMemAllocHost");
+		RET(r);
+	}
 	hostCopy((void *)(uintptr_t)dst, src, n);
 	h2dBytes += (long)n;
 	pthread_mutex_unlock(&mu);
@@ -428,9 +478,14 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	pthread_mutex_lock(&mu);
 	CHECK_INIT();
-	if (!find(src, n)) {
+	struct alloc *a = find(src, n);
+	if (!a) {
 		logf_("cuMemcpyDtoH_v2 %zu bytes outside any allocation", n);
 		RET(INVALID_VALUE);
+	}
+	if (capturing[a->dev]) {
+		logf_("cuMemcpyDtoH_v2 while a blocking stream of the device captures");
+		RET(CAPTURE_IMPLICIT);
 	}
 	hostCopy(dst, (void *)(uintptr_t)src, n);
 	d2hBytes += (long)n;
@@ -560,6 +615,12 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name) {
 	RET(NOT_FOUND);
 }
 
+struct stream;
+static CUresult runKernel(struct entry *e, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                          unsigned long long *vals);
+static CUresult recordKernel(struct stream *st, struct entry *e, const unsigned grid[3], const unsigned block[3],
+                             unsigned shmem, unsigned long long *vals);
+
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shmem, CUstream stream, void **params, void **extra) {
 	pthread_mutex_lock(&mu);
@@ -569,11 +630,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 		RET(INVALID_HANDLE);
 	launches++;
 	logf_("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u args=[", e->name, gx, gy, gz, bx, by, bz, shmem);
-	unsigned long long vals[MAXPARAMS];
-	void *copies[MAXPARAMS];
+	unsigned long long vals[MAXPARAMS] = {0};
 	for (int i = 0; i < e->nparams; i++) {
-		vals[i] = 0;
-		copies[i] = &vals[i];
 		if (params && params[i] && e->sizes[i] > 0)
 			hostCopy(&vals[i], params[i], (size_t)e->sizes[i]);
 		logf_("%s%d:%#llx", i ? " " : "", e->sizes[i], vals[i]);
@@ -587,13 +645,230 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 	if ((unsigned long long)bx * by * bz > 1024 || !gx || !gy || !gz || gy > 65535 || gz > 65535 || shmem > 48 << 10)
 		RET(INVALID_VALUE);
 	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	struct stream *st = stream;
+	if (st && st->capturing)
+		RET(recordKernel(st, e, grid, block, shmem, vals));
+	RET(runKernel(e, grid, block, shmem, vals));
+}
+
+// runKernel runs one launch on the simulator (mu held).
+static CUresult runKernel(struct entry *e, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                          unsigned long long *vals) {
+	void *copies[MAXPARAMS];
+	for (int i = 0; i < e->nparams; i++)
+		copies[i] = &vals[i];
 	double t0 = now();
 	int rc = glm_sim_launch(e->name, grid, block, shmem, copies, e->nparams, e->sizes, lastSimError,
 	                        sizeof lastSimError);
 	account(e->name, now() - t0);
 	if (rc != 0) {
 		logf_(" sim: %s", lastSimError);
-		RET(rc == 1 ? NOT_FOUND : rc == 2 ? INVALID_VALUE : LAUNCH_FAILED);
+		return rc == 1 ? NOT_FOUND : rc == 2 ? INVALID_VALUE : LAUNCH_FAILED;
+	}
+	return SUCCESS;
+}
+
+// ---- stream capture and graphs ----
+struct node {
+	int copy; // a host-to-device copy, else a kernel
+	struct entry *e;
+	unsigned grid[3], block[3], shmem;
+	unsigned long long vals[MAXPARAMS];
+	CUdeviceptr dst;
+	const void *src;
+	size_t n;
+};
+struct graph {
+	int n, cap;
+	struct node *nodes;
+};
+typedef struct graph *CUgraph, *CUgraphExec;
+
+// Pinned host memory (cuMemAllocHost): the only source a captured copy
+// may read.
+struct hostAlloc {
+	char *p;
+	size_t n;
+	struct hostAlloc *next;
+};
+static struct hostAlloc *hostAllocs;
+
+static struct node *addNode(struct stream *st) {
+	struct graph *g = st->g;
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 64;
+		g->nodes = realloc(g->nodes, (size_t)g->cap * sizeof *g->nodes);
+	}
+	struct node *nd = &g->nodes[g->n++];
+	memset(nd, 0, sizeof *nd);
+	return nd;
+}
+
+static CUresult recordKernel(struct stream *st, struct entry *e, const unsigned grid[3], const unsigned block[3],
+                             unsigned shmem, unsigned long long *vals) {
+	struct node *nd = addNode(st);
+	nd->e = e;
+	memcpy(nd->grid, grid, sizeof nd->grid);
+	memcpy(nd->block, block, sizeof nd->block);
+	nd->shmem = shmem;
+	memcpy(nd->vals, vals, sizeof nd->vals);
+	return SUCCESS;
+}
+
+static CUresult recordCopy(struct stream *st, CUdeviceptr dst, const void *src, size_t n) {
+	struct hostAlloc *h = hostAllocs;
+	for (; h; h = h->next)
+		if ((const char *)src >= h->p && (const char *)src + n <= h->p + h->n)
+			break;
+	if (!h) {
+		st->invalid = 1;
+		return CAPTURE_UNSUPPORTED;
+	}
+	struct node *nd = addNode(st);
+	nd->copy = 1;
+	nd->dst = dst;
+	nd->src = src;
+	nd->n = n;
+	return SUCCESS;
+}
+
+static void freeGraph(struct graph *g) {
+	if (g) {
+		free(g->nodes);
+		free(g);
+	}
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t n) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuMemAllocHost_v2 %zu", n);
+	if (n == 0)
+		RET(INVALID_VALUE);
+	struct hostAlloc *h = malloc(sizeof *h);
+	h->p = malloc(n);
+	h->n = n;
+	h->next = hostAllocs;
+	hostAllocs = h;
+	*pp = h->p;
+	RET(SUCCESS);
+}
+CUresult cuMemFreeHost(void *p) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuMemFreeHost");
+	for (struct hostAlloc **hp = &hostAllocs; *hp; hp = &(*hp)->next) {
+		struct hostAlloc *h = *hp;
+		if (h->p == p) {
+			*hp = h->next;
+			free(h->p);
+			free(h);
+			RET(SUCCESS);
+		}
+	}
+	RET(INVALID_VALUE);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuStreamBeginCapture_v2 mode=%d", mode);
+	struct stream *st = s;
+	if (!st || mode < 0 || mode > 2)
+		RET(INVALID_VALUE);
+	if (st->capturing)
+		RET(CAPTURE_UNSUPPORTED);
+	st->capturing = 1;
+	st->invalid = 0;
+	st->g = calloc(1, sizeof *st->g);
+	capturing[st->dev] += st->blocking;
+	RET(SUCCESS);
+}
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	struct stream *st = s;
+	logf_("cuStreamEndCapture");
+	if (!st || !st->capturing)
+		RET(INVALID_VALUE);
+	st->capturing = 0;
+	capturing[st->dev] -= st->blocking;
+	if (getenv("FAKECUDA_CAPTURE_FAIL")) // a test's stand-in for a capture the driver refuses
+		st->invalid = 1;
+	if (st->invalid) {
+		freeGraph(st->g);
+		st->g = 0;
+		*g = 0;
+		RET(CAPTURE_INVALIDATED);
+	}
+	*g = st->g;
+	st->g = 0;
+	RET(SUCCESS);
+}
+CUresult cuGraphDestroy(CUgraph g) {
+	freeGraph(g);
+	return SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long flags) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuGraphInstantiateWithFlags %d nodes", g ? g->n : -1);
+	if (!g)
+		RET(INVALID_VALUE);
+	struct graph *c = calloc(1, sizeof *c);
+	c->n = c->cap = g->n;
+	c->nodes = malloc((size_t)(g->n ? g->n : 1) * sizeof *c->nodes);
+	memcpy(c->nodes, g->nodes, (size_t)g->n * sizeof *c->nodes);
+	*x = c;
+	RET(SUCCESS);
+}
+CUresult cuGraphExecDestroy(CUgraphExec x) {
+	freeGraph(x);
+	return SUCCESS;
+}
+// CUgraphExecUpdateResultInfo: the result, the node that failed and the
+// node it came from.
+struct updateInfo {
+	int result;
+	void *errorNode, *errorFromNode;
+};
+CUresult cuGraphExecUpdate_v2(CUgraphExec x, CUgraph g, struct updateInfo *info) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuGraphExecUpdate_v2");
+	if (!x || !g || !info)
+		RET(INVALID_VALUE);
+	memset(info, 0, sizeof *info);
+	int same = x->n == g->n;
+	for (int i = 0; same && i < g->n; i++)
+		same = x->nodes[i].copy == g->nodes[i].copy && x->nodes[i].e == g->nodes[i].e;
+	if (!same) {
+		info->result = 2; // CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
+		RET(GRAPH_UPDATE_FAILURE);
+	}
+	memcpy(x->nodes, g->nodes, (size_t)g->n * sizeof *g->nodes);
+	RET(SUCCESS);
+}
+CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	struct stream *st = s;
+	logf_("cuGraphLaunch %d nodes", x ? x->n : -1);
+	if (!x || !st)
+		RET(INVALID_VALUE);
+	if (st->capturing)
+		RET(CAPTURE_UNSUPPORTED);
+	graphLaunches++;
+	for (int i = 0; i < x->n; i++) {
+		struct node *nd = &x->nodes[i];
+		if (nd->copy) {
+			hostCopy((void *)(uintptr_t)nd->dst, nd->src, nd->n);
+			h2dBytes += (long)nd->n;
+			continue;
+		}
+		CUresult r = runKernel(nd->e, nd->grid, nd->block, nd->shmem, nd->vals);
+		if (r != SUCCESS)
+			RET(r);
 	}
 	RET(SUCCESS);
 }
