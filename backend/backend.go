@@ -160,6 +160,11 @@ type Device interface {
 	// RMSNorm normalizes rows rows of w.Len() values, row r starting at
 	// r·stride in x and in dst (dst may be x): w ⊙ x/sqrt(mean(x²)+eps).
 	RMSNorm(dst, x Buffer, rows, stride int, w Buffer, eps float32)
+	// AddRMSNorm adds delta to h and writes RMSNorm of the sum to dst,
+	// for rows rows of w.Len() values, row r starting at r·stride in all
+	// three: a residual add and the norm after it in one pass over h
+	// (one kernel on a GPU). The same values as Add, then RMSNorm.
+	AddRMSNorm(dst, h, delta Buffer, rows, stride int, w Buffer, eps float32)
 	// LayerNorm is RMSNorm's sibling: w ⊙ (x − mean)/sqrt(var + eps) + b.
 	LayerNorm(dst, x Buffer, rows, stride int, w, b Buffer, eps float32)
 	// Rope rotates, for each row t < rows and head h < heads, the r.Dims

@@ -173,16 +173,14 @@ func (s *Session) block(l, T int, steps []step, attend func(d int, ss *sessionSh
 	if err := s.reduce(l, "attn_out", all(func(st *step) backend.Buffer { return st.attnOut }), T); err != nil {
 		return err
 	}
+	// The residual add and the feed-forward's norm, as one operation.
 	for d, ss := range s.shards {
-		ss.dev.Add(steps[d].h, steps[d].attnOut)
+		ss.dev.AddRMSNorm(steps[d].x, steps[d].h, steps[d].attnOut, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
 	}
 	s.emit(l, "ffn_inp", sh0, st0.h, T, E)
+	s.emit(l, "ffn_norm", sh0, st0.x, T, E)
 
 	// Feed-forward with residual.
-	for d, ss := range s.shards {
-		ss.dev.RMSNorm(steps[d].x, steps[d].h, T, E, ss.sh.layers[l].ffnNorm, c.RMSEps)
-	}
-	s.emit(l, "ffn_norm", sh0, st0.x, T, E)
 	if s.m.w.Layers[l].Dense != nil {
 		for d, ss := range s.shards {
 			if err := ss.swiglu(steps[d].ffnOut, steps[d].x, T, ss.sh.layers[l].dense); err != nil {

@@ -430,6 +430,21 @@ func (d *Device) RMSNorm(dst, x backend.Buffer, rows, stride int, w backend.Buff
 	}
 }
 
+// AddRMSNorm adds delta to h and normalizes the sums into dst, row by
+// row (each row added, then normalized, while it is in cache).
+func (d *Device) AddRMSNorm(dst, h, delta backend.Buffer, rows, stride int, w backend.Buffer, eps float32) {
+	o, hv, dv, wv := F32(dst), F32(h), F32(delta), F32(w)
+	n := len(wv)
+	if rows > 0 && (len(hv) < (rows-1)*stride+n || len(dv) < (rows-1)*stride+n || len(o) < (rows-1)*stride+n) {
+		panic(fmt.Sprintf("%s: AddRMSNorm of %d rows of %d (stride %d) over %d, %d and %d values", d.Name(), rows, n, stride, len(hv), len(dv), len(o)))
+	}
+	for r := 0; r < rows; r++ {
+		row := hv[r*stride : r*stride+n]
+		Add(row, dv[r*stride:r*stride+n])
+		RMSNorm(o[r*stride:r*stride+n], row, wv, eps)
+	}
+}
+
 // LayerNorm normalizes rows of x into dst.
 func (d *Device) LayerNorm(dst, x backend.Buffer, rows, stride int, w, b backend.Buffer, eps float32) {
 	o, in, wv, bv := F32(dst), F32(x), F32(w), F32(b)

@@ -104,6 +104,29 @@ func TestRowOps(t *testing.T) {
 	}
 }
 
+// TestAddRMSNorm: the fused residual add and norm gives Add then RMSNorm
+// bit for bit, and leaves the values between strided rows alone.
+func TestAddRMSNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	d := NewDevice(0, 1, 0)
+	for _, tc := range []struct{ rows, stride, n int }{{1, 8, 8}, {3, 8, 8}, {3, 12, 8}} {
+		h, delta := randVec(r, tc.rows*tc.stride), randVec(r, tc.rows*tc.stride)
+		w := randVec(r, tc.n)
+		wb, _ := d.UploadVector("w", w)
+		gotH, gotX := slices.Clone(h), make([]float32, len(h))
+		d.AddRMSNorm(buf(gotX), buf(gotH), buf(delta), tc.rows, tc.stride, wb, 1e-5)
+		wantH, wantX := slices.Clone(h), make([]float32, len(h))
+		for i := 0; i < tc.rows; i++ {
+			row := wantH[i*tc.stride : i*tc.stride+tc.n]
+			Add(row, delta[i*tc.stride:i*tc.stride+tc.n])
+			RMSNorm(wantX[i*tc.stride:i*tc.stride+tc.n], row, w, 1e-5)
+		}
+		if !slices.Equal(gotH, wantH) || !slices.Equal(gotX, wantX) {
+			t.Errorf("%+v: got h %v x %v\nwant h %v x %v", tc, gotH, gotX, wantH, wantX)
+		}
+	}
+}
+
 // TestRouter checks RouterTopK on one token by hand: sigmoid gating, a
 // bias that changes the choice but not the weights, normalization and
 // scale; and group-limited selection.

@@ -360,6 +360,30 @@ func TestKernels(t *testing.T) {
 		p.g.RMSNorm(gx, gx, rows, stride, gw, 1e-5) // in place
 		p.c.RMSNorm(cx, cx, rows, stride, cw, 1e-5)
 		p.compare("RMSNorm", gx, cx)
+
+		// The fused residual add and norm: against the CPU's, and
+		// against add_f32 then rmsnorm_f32 on the device, bit for bit.
+		h := p.vec(rows*n, 0.3, 2)
+		delta := p.vec(rows*n, 0, 1)
+		gh, ch := p.buf(h)
+		ge, ce := p.buf(delta)
+		gd, cd = p.zeros(rows * n)
+		p.g.AddRMSNorm(gd, gh, ge, rows, n, gw, 1e-6)
+		p.c.AddRMSNorm(cd, ch, ce, rows, n, cw, 1e-6)
+		p.compare("AddRMSNorm sum", gh, ch)
+		p.compare("AddRMSNorm", gd, cd)
+		gh2, _ := p.buf(h)
+		gd2, _ := p.zeros(rows * n)
+		p.g.Add(gh2, ge)
+		p.g.RMSNorm(gd2, gh2, rows, n, gw, 1e-6)
+		for _, c := range [][2]backend.Buffer{{gh, gh2}, {gd, gd2}} {
+			a, b := make([]float32, rows*n), make([]float32, rows*n)
+			p.g.Read(a, c[0])
+			p.g.Read(b, c[1])
+			if !slices.Equal(a, b) {
+				t.Errorf("add_rmsnorm_f32 differs from add_f32, rmsnorm_f32")
+			}
+		}
 	})
 
 	t.Run("Rope", func(t *testing.T) {

@@ -129,6 +129,20 @@ func (d *Device) RMSNorm(dst, x backend.Buffer, rows, stride int, w backend.Buff
 		d.ptr(dst), d.ptr(x), d.ptr(w), i32(n), i32(stride), eps)
 }
 
+// AddRMSNorm adds delta to h and normalizes the sums into dst, one
+// kernel: add_rmsnorm_f32 (the values of add_f32, then rmsnorm_f32).
+func (d *Device) AddRMSNorm(dst, h, delta backend.Buffer, rows, stride int, w backend.Buffer, eps float32) {
+	n := w.Len()
+	if rows == 0 {
+		return
+	}
+	if rows > 0 && (h.Len() < (rows-1)*stride+n || delta.Len() < (rows-1)*stride+n || dst.Len() < (rows-1)*stride+n) {
+		panic(fmt.Sprintf("%s: AddRMSNorm of %d rows of %d (stride %d) over %d, %d and %d values", d.Name(), rows, n, stride, h.Len(), delta.Len(), dst.Len()))
+	}
+	d.run("add_rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{normBlock(n), 1, 1}, 0,
+		d.ptr(dst), d.ptr(h), d.ptr(delta), d.ptr(w), i32(n), i32(stride), eps)
+}
+
 // LayerNorm normalizes rows of x into dst.
 func (d *Device) LayerNorm(dst, x backend.Buffer, rows, stride int, w, b backend.Buffer, eps float32) {
 	n := w.Len()

@@ -47,6 +47,7 @@ func Signatures() map[string]string {
 		"cache_store_f32":     "ppii",
 		"fill_u8":             "pip", // the byte count is 64-bit
 		"fill_f32":            "pfi",
+		"add_rmsnorm_f32":     "ppppiif",
 		"swiglu_f32":          "pppi",
 		"softmax_f32":         "pii",
 		"router_topk_f32":     "ppppiiiiiif",

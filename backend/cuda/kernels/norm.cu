@@ -20,6 +20,27 @@ KERNEL rmsnorm_f32(float *dst, const float *x, const float *w, int n, int stride
 }
 GLM_REGISTER(rmsnorm_f32)
 
+// add_rmsnorm_f32: h += delta on row r, then rmsnorm_f32 of it into dst:
+// a residual add and the norm after it, with the same arithmetic as
+// add_f32 then rmsnorm_f32 (each thread reads back the sums it wrote).
+KERNEL add_rmsnorm_f32(float *dst, float *h, const float *delta, const float *w, int n, int stride, float eps) {
+	float *hr = h + (u64)blockIdx.x * stride;
+	const float *er = delta + (u64)blockIdx.x * stride;
+	float *dr = dst + (u64)blockIdx.x * stride;
+	double s = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		float v = hr[i] + er[i];
+		hr[i] = v;
+		s += (double)(v * v);
+	}
+	s = block_sum_d(s);
+	float mean = (float)(s / n);
+	float scale = 1.0f / (float)glm_sqrt((double)(mean + eps));
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		dr[i] = hr[i] * scale * w[i];
+}
+GLM_REGISTER(add_rmsnorm_f32)
+
 // layernorm_f32: dst = (x − mean)·(1/sqrt(var+eps))·w + b per row.
 KERNEL layernorm_f32(float *dst, const float *x, const float *w, const float *b, int n, int stride, float eps) {
 	const float *xr = x + (u64)blockIdx.x * stride;
