@@ -30,13 +30,15 @@
 // KV caches (AllocType) are f32, f16, bf16 or Q8_0, rounded as package
 // tensor rounds and read in place by attention and the indexer. Prompts
 // and decode steps attend in the absorbed form with an online softmax
-// (mla_attend_f32), so attention's scratch does not grow with the context;
+// (mla_attend_f32: a block serves up to eight heads, reading each latent
+// row once for them, and a decode step splits its keys over blocks whose
+// results mla_combine_f32 merges), so attention's scratch does not grow
+// with the context;
 // the DSA top-k is a radix select (four passes over a query's scores);
 // MoE sorts the routed slots by expert on the device and runs every
 // expert with rows in one launch per projection, through a table of the
 // experts' weight pointers, so the routing never returns to the host.
-// Known limits: one block per query and head reads the latent rows once
-// per head (no split-K across keys yet); the indexer's [T, keys] scores
+// Known limits: the indexer's [T, keys] scores
 // are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
 // router's top-k over the experts ranks by counting; collectives stage through host
 // memory (no NCCL or peer copies yet). Config.Fast quantizes the

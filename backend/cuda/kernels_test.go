@@ -569,6 +569,29 @@ func TestKernels(t *testing.T) {
 		}
 	})
 
+	t.Run("AttentionHeadGroups", func(t *testing.T) {
+		// More heads than a block serves (two groups, the second
+		// partial) and a context spread over several splits per group,
+		// merged by mla_combine_f32.
+		const T, pos0 = 2, 3*attnThreads + 5
+		mp := backend.MLAParams{Heads: 11, DNope: 16, DRope: 8, DV: 16, KVRank: 32, Tau: 0.2, TopK: attnThreads + 7}
+		H, dn, dr, dv, kr := mp.Heads, mp.DNope, mp.DRope, mp.DV, mp.KVRank
+		if heads, _, splits := attnSplit(T, H, kr, dr, pos0+T); heads >= H || splits < 2 {
+			t.Fatalf("the case has %d heads a block, %d splits: want fewer than %d, several", heads, splits, H)
+		}
+		nKV := pos0 + T
+		gkb, ckb := p.weight(p.randMatrix(tensor.F32, H*kr, dn))
+		gvb, cvb := p.weight(p.randMatrix(tensor.F32, H*dv, kr))
+		gq, cq := p.buf(p.vec(T*H*(dn+dr), 0, 0.5))
+		gl, cl := p.buf(p.vec(nKV*(kr+dr), 0, 1))
+		sel := make([]int32, T*mp.TopK)
+		for i := range sel {
+			sel[i] = int32(3 * (i % mp.TopK) % (pos0 + 1))
+		}
+		gs, cs := p.selection(sel)
+		p.compareAttention("head groups", T, pos0, mp, gq, cq, gl, cl, gkb, ckb, gvb, cvb, gs, cs)
+	})
+
 	t.Run("CacheTypes", func(t *testing.T) {
 		// Rows written through Copy into views of a cache, as the
 		// attention layers do, read back bit for bit as the CPU stores

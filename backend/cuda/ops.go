@@ -280,6 +280,32 @@ func (d *Device) AttentionDecode(kqv, q, latent backend.Buffer, kb, vb backend.W
 // its online softmax.
 const attnThreads = 128
 
+// attnBlocks is how many blocks of mla_attend_f32 a step should have at
+// least to fill a GPU (two per SM of an H100 or H200): a decode step
+// with fewer query and head groups splits its keys over more blocks.
+const attnBlocks = 256
+
+// attnShared is the dynamic shared memory a block of mla_attend_f32 may
+// take: 48 KB less the block reductions' static arrays.
+const attnShared = 32 << 10
+
+// attnSplit returns mla_attend_f32's launch shape: heads per block
+// (as many as fit attnShared, at most 8), and the keys per split and
+// splits of a query's keys (at most nk: the context, or the selection's
+// top-k) for T queries of H heads.
+func attnSplit(T, H, kr, dr, nk int) (heads, split, splits int) {
+	heads = max(1, min(8, H, attnShared/(4*(kr+dr+kr+attnThreads))))
+	blocks := T * ((H + heads - 1) / heads)
+	splits = 1
+	if blocks < attnBlocks {
+		splits = max(1, min((attnBlocks+blocks-1)/blocks, (nk+attnThreads-1)/attnThreads))
+	}
+	split = (nk + splits - 1) / splits
+	split = (split + attnThreads - 1) / attnThreads * attnThreads // whole tiles
+	splits = max(1, (nk+split-1)/split)
+	return heads, split, splits
+}
+
 // attendAbsorbed computes q̃_h = W_UK_hᵀ q_nope_h, then mla_attend_f32's
 // ô_h over the latent rows as the cache stores them, then o_h = W_UV_h ô_h.
 func (d *Device) attendAbsorbed(op string, kqv, q, latent backend.Buffer, kb, vb backend.Weight, sel backend.IDs, T, pos0 int, p backend.MLAParams) {
@@ -295,10 +321,29 @@ func (d *Device) attendAbsorbed(op string, kqv, q, latent backend.Buffer, kb, vb
 	d.mm(qabs.ptr, d.ptr(q), kw, kr, T, H*(dn+dr), H*kr, H, dn+dr, kr)
 	oabs := d.scratchF32("mla.oabs", T*H*kr)
 	lp, lty := d.cachePtr(latent)
-	shared := uint32(4 * (2*kr + dr + attnThreads))
-	d.run("mla_attend_f32", dim3{uint32(T), uint32(H), 1}, dim3{attnThreads, 1, 1}, shared,
-		oabs.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
-		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(p.TopK), p.Tau)
+	nk := nKV
+	if sel != nil {
+		nk = min(nk, p.TopK)
+	}
+	heads, split, splits := attnSplit(T, H, kr, dr, nk)
+	// The splits' maxima, sums (double) and accumulators, when there are
+	// several, sized for the most splits of T queries (those of the
+	// longest context) wherever there may be splits, so that they do not
+	// grow with the context.
+	pm, pl, pacc := oabs, oabs, oabs
+	if _, _, most := attnSplit(T, H, kr, dr, math.MaxInt32/2); most > 1 {
+		pm = d.scratchF32("mla.pm", T*H*most)
+		pl = d.scratchF32("mla.pl", 2*T*H*most)
+		pacc = d.scratchF32("mla.pacc", T*H*most*kr)
+	}
+	shared := uint32(4 * heads * (2*kr + dr + attnThreads))
+	d.run("mla_attend_f32", dim3{uint32(T), uint32((H + heads - 1) / heads), uint32(splits)}, dim3{attnThreads, 1, 1}, shared,
+		oabs.ptr, pm.ptr, pl.ptr, pacc.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
+		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(p.TopK), p.Tau, i32(heads), i32(split))
+	if splits > 1 {
+		d.run("mla_combine_f32", dim3{uint32(T), uint32(H), 1}, dim3{128, 1, 1}, 0,
+			oabs.ptr, pm.ptr, pl.ptr, pacc.ptr, i32(H), i32(kr), i32(splits))
+	}
 	d.mm(d.ptr(kqv), oabs.ptr, vw, dv, T, H*kr, H*dv, H, kr, dv)
 }
 
