@@ -69,6 +69,11 @@ type Options struct {
 	// costs memory the size of those weights (the file's own pages of them
 	// are then dropped).
 	NoRepack bool
+	// Collectives is how a GPU backend's tensor-parallel devices sum and
+	// share results: "p2p" (device to device, ordered by events; the
+	// default where the driver has it) or "host" (through host memory);
+	// the same values either way.
+	Collectives string
 	// AllowUnknownKeys loads a file whose metadata has keys that change the
 	// forward pass in ways glmrun does not implement, or keys it does not
 	// know; without it they are a load error naming them. Warnings lists
@@ -227,6 +232,7 @@ func (m *Model) load() error {
 		Fast:             !m.opts.Exact,
 		BatchInvariant:   m.opts.BatchInvariant,
 		NoRepack:         m.opts.NoRepack,
+		Collectives:      m.opts.Collectives,
 		AllowUnknownKeys: m.opts.AllowUnknownKeys,
 		MTP:              m.opts.SpecDraft > 0,
 	})

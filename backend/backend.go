@@ -247,6 +247,11 @@ type Config struct {
 	// weights, while the file's pages of them are dropped. Batch-invariant
 	// products never repack.
 	NoRepack bool
+	// Collectives chooses how a GPU backend's all-reduce and broadcast
+	// move data between devices: "p2p" (device to device on the devices'
+	// streams, ordered by events; the default where the driver has it) or
+	// "host" (through host memory). Backends with one way ignore it.
+	Collectives string
 }
 
 // OpenFunc opens a backend's devices and their collective.

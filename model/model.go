@@ -43,6 +43,9 @@ type Options struct {
 	// NoRepack keeps the weights in the file's layout on the CPU's fast
 	// path (backend.Config.NoRepack): no copy in memory, slower prompts.
 	NoRepack bool
+	// Collectives is how the backend's devices sum and share results
+	// (backend.Config.Collectives): "" for the backend's default.
+	Collectives string
 	// AllowUnknownKeys loads a file whose metadata has keys that change the
 	// forward pass in ways glmrun does not implement, or keys it does not
 	// know, which are otherwise a load error naming them; they are then
@@ -141,7 +144,8 @@ func New(f *gguf.File, opts Options) (*Model, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast, BatchInvariant: opts.BatchInvariant, NoRepack: opts.NoRepack})
+	devs, coll, err := backend.Open(name, backend.Config{Devices: n, Threads: opts.Threads, Memory: opts.DeviceMemory, Fast: opts.Fast, BatchInvariant: opts.BatchInvariant, NoRepack: opts.NoRepack,
+		Collectives: opts.Collectives})
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

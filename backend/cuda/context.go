@@ -26,6 +26,7 @@ type gpu struct {
 	// Owned by the worker goroutine.
 	ctx    uintptr
 	stream uintptr
+	event  uintptr                  // recorded on stream by collectives, for other streams to wait on
 	queued bool                     // work was queued on stream since it was last drained
 	vals   *[maxArgs]uint64         // a launch's argument values, or an upload's bytes (pinned)
 	params *[maxArgs]unsafe.Pointer // the addresses of vals (pinned)
@@ -151,6 +152,9 @@ func (g *gpu) loop(ready chan<- error) {
 	if err != nil {
 		return
 	}
+	if d.check("cuEventCreate", d.cuEventCreate(&g.event, eventDisableTiming)) != nil {
+		g.event = 0
+	}
 	// The argument slots are allocated and pinned once: the driver reads
 	// them through params during cuLaunchKernel.
 	var pin runtime.Pinner
@@ -182,6 +186,9 @@ func (g *gpu) loop(ready chan<- error) {
 	if g.graph.staging != nil {
 		d.cuStreamSynchronize(g.stream)
 		d.cuMemFreeHost(g.graph.staging)
+	}
+	if g.event != 0 {
+		d.cuEventDestroy_v2(g.event)
 	}
 	pin.Unpin()
 	d.cuStreamSynchronize(g.stream)
@@ -315,6 +322,10 @@ func (g *gpu) run(c *command) {
 		g.launchNow(c)
 	}
 }
+
+// eventDisableTiming is CU_EVENT_DISABLE_TIMING: an event only for
+// ordering.
+const eventDisableTiming = 2
 
 // streamNonBlocking is CU_STREAM_NON_BLOCKING.
 const streamNonBlocking = 1

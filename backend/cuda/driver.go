@@ -60,6 +60,14 @@ type driver struct {
 	cuGraphLaunch               func(x, s uintptr) int32
 	cuGraphDestroy              func(g uintptr) int32
 	cuGraphExecDestroy          func(x uintptr) int32
+
+	// Peer copies and cross-stream ordering (p2p is false when the driver
+	// lacks any of them).
+	p2p                   bool
+	cuStreamWaitEvent     func(s, e uintptr, flags uint32) int32
+	cuMemcpyPeerAsync     func(dst uint64, dstCtx uintptr, src uint64, srcCtx uintptr, n uint64, s uintptr) int32
+	cuDeviceCanAccessPeer func(can *int32, dev, peer int32) int32
+	cuCtxEnablePeerAccess func(peer uintptr, flags uint32) int32
 }
 
 // graphUpdateInfo is CUgraphExecUpdateResultInfo.
@@ -157,15 +165,34 @@ func loadDriver(path string) (*driver, error) {
 		{"cuGraphDestroy", &d.cuGraphDestroy},
 		{"cuGraphExecDestroy", &d.cuGraphExecDestroy},
 	}
-	d.graphs = true
-	for _, s := range graphSyms {
+	d.graphs = bindOptional(lib, graphSyms)
+	d.p2p = bindOptional(lib, []struct {
+		name string
+		fn   any
+	}{
+		{"cuStreamWaitEvent", &d.cuStreamWaitEvent},
+		{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync},
+		{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer},
+		{"cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess},
+	})
+	return d, nil
+}
+
+// bindOptional binds the functions of one optional group and reports
+// whether the library has them all.
+func bindOptional(lib uintptr, syms []struct {
+	name string
+	fn   any
+}) bool {
+	all := true
+	for _, s := range syms {
 		if p, err := librarySymbol(lib, s.name); err == nil && p != 0 {
 			purego.RegisterFunc(s.fn, p)
 		} else {
-			d.graphs = false
+			all = false
 		}
 	}
-	return d, nil
+	return all
 }
 
 // check turns a CUresult into nil or an *Error naming call.

@@ -377,3 +377,85 @@ func openSession(t *testing.T, path string, o model.Options, so model.SessionOpt
 	t.Cleanup(func() { s.Close() })
 	return s, nil
 }
+
+// TestCollectives: tensor parallelism with the devices' all-reduce and
+// broadcast device to device (p2p, the default) gives the logits of the
+// host-staged collectives bit for bit, and a p2p all-reduce of three
+// devices asks the driver for no synchronisation and no host copy: peer
+// copies on the streams, ordered by events.
+func TestCollectives(t *testing.T) {
+	useFake(t)
+	if onGPU() {
+		t.Skip("sets the fake driver's GPU count and reads its counters")
+	}
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	const name = "glm5-mini.Q8_0"
+	var ref goldenRef
+	if err := json.Unmarshal(testmodels.Ref(t, name+".deq-F32.P1"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	logits := func(coll string) [][]float32 {
+		s, err := openSession(t, testmodels.Path(t, name), model.Options{Backend: "cuda", Threads: 1, TensorParallel: 2, Collectives: coll},
+			model.SessionOptions{ContextSize: 32})
+		if err != nil {
+			t.Fatalf("collectives %s: %v", coll, err)
+		}
+		rows, err := s.Prefill(ref.Prompt)
+		if err != nil {
+			t.Fatalf("collectives %s: %v", coll, err)
+		}
+		return rows
+	}
+	host, p2p := logits("host"), logits("p2p")
+	for i := range host {
+		if !slices.Equal(host[i], p2p[i]) {
+			t.Fatalf("token %d: p2p collectives' logits differ from the host's", i)
+		}
+	}
+
+	t.Setenv("FAKECUDA_DEVICES", "3")
+	devs, coll, err := Open(backend.Config{Devices: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, d := range devs {
+			d.Close()
+		}
+	}()
+	const n = 1000
+	bufs := make([]backend.Buffer, 3)
+	want := make([]float32, n)
+	for i, d := range devs {
+		v := make([]float32, n)
+		for j := range v {
+			v[j] = float32(j%7) * 0.1 * float32(i+1)
+			want[j] += v[j] // the device order's sums
+		}
+		if bufs[i], err = d.UploadVector("part", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var counters func(*[5]int64)
+	fakeFunc(t, "fake_counters", &counters)
+	var before, after [5]int64
+	fakeLog(t)
+	counters(&before)
+	if err := coll.AllReduce(bufs); err != nil {
+		t.Fatal(err)
+	}
+	counters(&after)
+	if log := fakeLog(t); strings.Count(log, "cuMemcpyPeerAsync") != 4 {
+		t.Errorf("%d peer copies for an all-reduce over 3 devices, want 4 (2 in, 2 out)", strings.Count(log, "cuMemcpyPeerAsync"))
+	}
+	if syncs, h2d, d2h := after[1]-before[1], after[2]-before[2], after[3]-before[3]; syncs != 0 || h2d != 0 || d2h != 0 {
+		t.Errorf("a p2p all-reduce: %d synchronisations, %d bytes up, %d down; want none", syncs, h2d, d2h)
+	}
+	got := make([]float32, n)
+	for i, d := range devs {
+		d.Read(got, bufs[i])
+		if !slices.Equal(got, want) {
+			t.Fatalf("device %d after the all-reduce: %v…, want %v…", i, got[:4], want[:4])
+		}
+	}
+}

@@ -27,7 +27,32 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	for i, d := range devs {
 		out[i] = d
 	}
-	return out, &Collective{devs: devs}, nil
+	coll := &Collective{devs: devs}
+	switch c.Collectives {
+	case "", "p2p":
+		coll.p2p = devs[0].g.drv.p2p && devs[0].g.event != 0
+		if c.Collectives == "p2p" && !coll.p2p {
+			closeDevices(devs)
+			return nil, nil, fmt.Errorf("cuda: collectives p2p: the driver %s lacks peer copies or events", devs[0].g.drv.path)
+		}
+	case "host":
+	default:
+		closeDevices(devs)
+		return nil, nil, fmt.Errorf("cuda: collectives %q: want p2p or host", c.Collectives)
+	}
+	if coll.p2p {
+		if err := coll.enablePeers(); err != nil {
+			closeDevices(devs)
+			return nil, nil, err
+		}
+	}
+	return out, coll, nil
+}
+
+func closeDevices(devs []*Device) {
+	for _, d := range devs {
+		d.Close()
+	}
 }
 
 // OpenDevices is Open returning the concrete devices.
@@ -88,13 +113,141 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 	return devs, nil
 }
 
-// Collective sums and broadcasts buffers across devices through host
-// memory, in device order (deterministic). NCCL and peer-to-peer copies
-// are later work.
+// Collective sums and broadcasts buffers across devices, in device order
+// (deterministic): by default device to device (p2p), each device's
+// part copied to device 0's stream once its own stream has reached it
+// (an event), summed there in order, and copied back the same way, with
+// no host synchronisation; with backend.Config.Collectives "host"
+// through host memory. Both give the same values bit for bit. NCCL is
+// later work.
 type Collective struct {
 	devs []*Device
+	p2p  bool
 	sum  []float32
 	tmp  []float32
+}
+
+// errPeerEnabled is CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED.
+const errPeerEnabled = 704
+
+// enablePeers lets every device's context reach the others' memory
+// where the GPUs can (peer copies between GPUs that cannot are staged by
+// the driver; logical devices on one GPU share its context).
+func (c *Collective) enablePeers() error {
+	for _, a := range c.devs {
+		for _, b := range c.devs {
+			if a.g.ordinal == b.g.ordinal {
+				continue
+			}
+			g, peer := a.g, b.g
+			err := g.do(func() error {
+				var can int32
+				if err := g.drv.check("cuDeviceCanAccessPeer", g.drv.cuDeviceCanAccessPeer(&can, int32(g.ordinal), int32(peer.ordinal))); err != nil || can == 0 {
+					return err
+				}
+				if code := g.drv.cuCtxEnablePeerAccess(peer.ctx, 0); code != 0 && code != errPeerEnabled {
+					return g.drv.check("cuCtxEnablePeerAccess", code)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s: peer access to GPU %d: %w", a.Name(), peer.ordinal, err)
+			}
+		}
+	}
+	return nil
+}
+
+// record records g's event after the work queued on its stream.
+func (g *gpu) record() error {
+	return g.do(func() error { return g.drv.check("cuEventRecord", g.drv.cuEventRecord(g.event, g.stream)) })
+}
+
+// waitFor makes g's stream wait for the work before the last record of
+// each of others' events (on the thread of g, in a call).
+func (g *gpu) waitFor(others ...*gpu) error {
+	for _, o := range others {
+		if o == g {
+			continue
+		}
+		if err := g.drv.check("cuStreamWaitEvent", g.drv.cuStreamWaitEvent(g.stream, o.event, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peerCopy queues a copy of n bytes from src on GPU from to dst on g, on
+// g's stream (on the thread of g, in a call).
+func (g *gpu) peerCopy(dst, src uint64, from *gpu, n int64) error {
+	g.queued = true
+	return g.drv.check("cuMemcpyPeerAsync", g.drv.cuMemcpyPeerAsync(dst, g.ctx, src, from.ctx, uint64(n), g.stream))
+}
+
+// allReduceP2P sums the buffers on device 0's stream in device order and
+// copies the sum back, ordered by events, without waiting for any stream.
+func (c *Collective) allReduceP2P(bufs []backend.Buffer) error {
+	n := bufs[0].Len()
+	d0, g0 := c.devs[0], c.devs[0].g
+	recv := d0.scratchF32("coll.recv", n*(len(bufs)-1)) // before the calls: growing it syncs
+	gs := make([]*gpu, len(c.devs))
+	for i, d := range c.devs {
+		gs[i] = d.g
+	}
+	for _, g := range gs[1:] {
+		if err := g.record(); err != nil {
+			return err
+		}
+	}
+	sig := d0.sigs["add_f32"]
+	err := g0.do(func() error {
+		if err := g0.waitFor(gs[1:]...); err != nil {
+			return err
+		}
+		for i := 1; i < len(bufs); i++ {
+			if err := g0.peerCopy(recv.ptr+uint64(4*n*(i-1)), c.devs[i].ptr(bufs[i]), gs[i], 4*int64(n)); err != nil {
+				return err
+			}
+		}
+		for i := 1; i < len(bufs); i++ {
+			cmd := command{kind: cmdLaunch, dev: d0, f: d0.mod.funcs["add_f32"], grid: dim3{min(cdiv(n, 256), 4096), 1, 1}, block: dim3{256, 1, 1}}
+			encodeArgs(&cmd, "add_f32", sig, []any{d0.ptr(bufs[0]), recv.ptr + uint64(4*n*(i-1)), i32(n)})
+			g0.launchNow(&cmd)
+		}
+		return g0.drv.check("cuEventRecord", g0.drv.cuEventRecord(g0.event, g0.stream))
+	})
+	if err != nil {
+		return err
+	}
+	return c.fromRoot(bufs, 0)
+}
+
+// fromRoot copies bufs[root] to the other buffers on their streams after
+// root's last recorded event, and makes root's stream wait for the
+// copies before it overwrites its buffer.
+func (c *Collective) fromRoot(bufs []backend.Buffer, root int) error {
+	gr := c.devs[root].g
+	var others []*gpu
+	for i, d := range c.devs {
+		if i == root {
+			continue
+		}
+		g := d.g
+		err := g.do(func() error {
+			if err := g.waitFor(gr); err != nil {
+				return err
+			}
+			if err := g.peerCopy(d.ptr(bufs[i]), c.devs[root].ptr(bufs[root]), gr, 4*int64(bufs[i].Len())); err != nil {
+				return err
+			}
+			return g.drv.check("cuEventRecord", g.drv.cuEventRecord(g.event, g.stream))
+		})
+		if err != nil {
+			return err
+		}
+		others = append(others, g)
+	}
+	return gr.do(func() error { return gr.waitFor(others...) })
 }
 
 // Devices returns the group size.
@@ -123,6 +276,9 @@ func (c *Collective) AllReduce(bufs []backend.Buffer) error {
 	if len(bufs) == 1 {
 		return nil
 	}
+	if c.p2p {
+		return c.failed(c.allReduceP2P(bufs))
+	}
 	n := bufs[0].Len()
 	if cap(c.sum) < n {
 		c.sum, c.tmp = make([]float32, n), make([]float32, n)
@@ -149,6 +305,12 @@ func (c *Collective) Broadcast(bufs []backend.Buffer, root int) error {
 	if root < 0 || root >= len(bufs) {
 		return fmt.Errorf("cuda: Broadcast root %d outside [0, %d)", root, len(bufs))
 	}
+	if c.p2p {
+		if err := c.devs[root].g.record(); err != nil {
+			return c.failed(err)
+		}
+		return c.failed(c.fromRoot(bufs, root))
+	}
 	n := bufs[0].Len()
 	if cap(c.sum) < n {
 		c.sum, c.tmp = make([]float32, n), make([]float32, n)
@@ -161,6 +323,17 @@ func (c *Collective) Broadcast(bufs []backend.Buffer, root int) error {
 		}
 	}
 	return nil
+}
+
+// failed records a collective's driver error as every device's fault
+// (their buffers are then undefined) and returns it.
+func (c *Collective) failed(err error) error {
+	if err != nil {
+		for _, d := range c.devs {
+			d.fail(err)
+		}
+	}
+	return err
 }
 
 var _ backend.Device = (*Device)(nil)

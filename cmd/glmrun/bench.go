@@ -138,8 +138,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	force := fs.Bool("force", false, forceUsage)
 	var cache cacheFlags
 	cache.register(fs)
-	var cpuMoE cpuMoEFlags
-	cpuMoE.register(fs)
+	var placement deviceFlags
+	placement.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	seed := fs.Uint64("seed", 1, "random `seed` of the prompt tokens")
 	specList := fs.String("spec-mtp", "", "also measure speculative decoding with the MTP block, drafting `K[,K...]` tokens")
@@ -161,7 +161,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printWarnings(stderr, "bench", warnings)
-	if err := cpuMoE.check(); err != nil {
+	if err := placement.check(); err != nil {
 		return err
 	}
 	cacheType, err := cache.parse()
@@ -201,7 +201,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	// pages of those it repacks leave the resident set with the copy.
 	pageIn(f)
 	start := time.Now()
-	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, CPUMoE: cpuMoE.all, NCPUMoE: cpuMoE.n, Backend: *backendName, Fast: !*exact,
+	m, err := model.New(f, model.Options{Threads: *threads, TensorParallel: *tp, CPUMoE: placement.all, NCPUMoE: placement.n, Collectives: placement.collectives, Backend: *backendName, Fast: !*exact,
 		BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force})
 	if err != nil {
 		return err
@@ -340,7 +340,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		spec.SpecVerify = ratios
 		if c.NextN > 0 {
-			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, CPUMoE: cpuMoE.all, NCPUMoE: cpuMoE.n, Backend: *backendName, Exact: *exact,
+			lopts := glmrun.Options{Threads: *threads, TensorParallel: *tp, CPUMoE: placement.all, NCPUMoE: placement.n, Collectives: placement.collectives, Backend: *backendName, Exact: *exact,
 				BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force, CacheType: cache.k}
 			if *tp == 1 {
 				lopts.TensorParallel = 0

@@ -266,6 +266,14 @@ func TestFlagsCheckedBeforeLoad(t *testing.T) {
 		{[]string{"perplexity", "-m", missing, "-f", missing, "--n-cpu-moe", "-5"}, "--n-cpu-moe -5"},
 		{append([]string{"logits"}, append(fwd, "--n-cpu-moe", "-6")...), "--n-cpu-moe -6"},
 		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "--n-cpu-moe", "-7")...), "--n-cpu-moe -7"},
+		// --collectives in every command that runs the model.
+		{append(gen, "--collectives", "nccl"), `--collectives "nccl"`},
+		{[]string{"chat", "-m", missing, "--collectives", "x"}, `--collectives "x"`},
+		{[]string{"serve", "-m", missing, "--collectives", "P2P"}, `--collectives "P2P"`},
+		{[]string{"bench", "-m", missing, "--collectives", "mpi"}, `--collectives "mpi"`},
+		{[]string{"perplexity", "-m", missing, "-f", missing, "--collectives", "y"}, `--collectives "y"`},
+		{append([]string{"logits"}, append(fwd, "--collectives", "z")...), `--collectives "z"`},
+		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "--collectives", "w")...), `--collectives "w"`},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		if code != 2 || out != "" || countOf(errs, c.want) != 1 || strings.Contains(errs, "missing.gguf") {

@@ -81,23 +81,32 @@ func (c *cacheFlags) parse() (tensor.Type, error) {
 	return t, nil
 }
 
-// cpuMoEFlags are --cpu-moe and --n-cpu-moe (llama.cpp's names), which
-// every command that runs the model has.
-type cpuMoEFlags struct {
-	all bool
-	n   int
+// deviceFlags are the flags of where the model runs that every command
+// that runs it has: --cpu-moe and --n-cpu-moe (llama.cpp's names), and
+// --collectives.
+type deviceFlags struct {
+	all         bool
+	n           int
+	collectives string
 }
 
-// register defines --cpu-moe and --n-cpu-moe on fs.
-func (c *cpuMoEFlags) register(fs *flag.FlagSet) {
+// register defines the flags on fs.
+func (c *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.all, "cpu-moe", false, "run the routed experts of every MoE block on the CPU and the rest (attention, norms, shared experts, output head) on the backend's devices, as llama.cpp's --cpu-moe: for experts that do not fit a GPU; on the cpu backend the results are the same")
 	fs.IntVar(&c.n, "n-cpu-moe", 0, "the same for the MoE blocks among the first `N` blocks only (llama.cpp's --n-cpu-moe)")
+	fs.StringVar(&c.collectives, "collectives", "", "`p2p|host`: how the cuda backend's tensor-parallel devices sum and share results: device to device, ordered by events (p2p, the default where the driver has it), or through host memory (host); the same values either way; the cpu backend has one way and ignores it")
 }
 
-// check returns a usage error naming the flag for a negative block count.
-func (c *cpuMoEFlags) check() error {
+// check returns a usage error naming the flag for a negative block count
+// or an unknown way of collectives.
+func (c *deviceFlags) check() error {
 	if c.n < 0 {
 		return usageErr("--n-cpu-moe %d: want >= 0", c.n)
+	}
+	switch c.collectives {
+	case "", "p2p", "host":
+	default:
+		return usageErr("--collectives %q: want p2p or host", c.collectives)
 	}
 	return nil
 }
@@ -112,7 +121,7 @@ type forwardFlags struct {
 	force                        bool
 	threads, tp                  int
 	cache                        cacheFlags
-	cpuMoE                       cpuMoEFlags
+	placement                    deviceFlags
 	cacheType                    tensor.Type // -ctk, parsed by check
 	ids                          []int32     // --tokens, parsed by check
 }
@@ -131,7 +140,7 @@ func (ff *forwardFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&ff.tp, "tp", 1, "tensor parallelism: split the model over N devices (virtual CPU devices on the cpu backend)")
 	fs.StringVar(&ff.backend, "backend", "cpu", "compute backend: cpu or cuda (dump on each and glmrun diff the two)")
 	ff.cache.register(fs)
-	ff.cpuMoE.register(fs)
+	ff.placement.register(fs)
 }
 
 // check validates every flag value (and the token list) before the model
@@ -153,7 +162,7 @@ func (ff *forwardFlags) check(fs *flag.FlagSet) (warnings []string, err error) {
 	if ff.cacheType, err = ff.cache.parse(); err != nil {
 		return nil, err
 	}
-	if err := ff.cpuMoE.check(); err != nil {
+	if err := ff.placement.check(); err != nil {
 		return nil, err
 	}
 	if ff.text == "" {
@@ -185,7 +194,7 @@ func (ff *forwardFlags) load(stderr io.Writer, cmd string) (*gguf.File, *model.M
 			return nil, nil, nil, fmt.Errorf("%w: --text %q gives no tokens", errUsage, ff.text)
 		}
 	}
-	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, CPUMoE: ff.cpuMoE.all, NCPUMoE: ff.cpuMoE.n, Fast: ff.fast, BatchInvariant: ff.invariant, NoRepack: ff.noRepack,
+	m, err := model.New(f, model.Options{Threads: ff.threads, TensorParallel: ff.tp, CPUMoE: ff.placement.all, NCPUMoE: ff.placement.n, Collectives: ff.placement.collectives, Fast: ff.fast, BatchInvariant: ff.invariant, NoRepack: ff.noRepack,
 		Backend: ff.backend, AllowUnknownKeys: ff.force})
 	if err != nil {
 		f.Close()

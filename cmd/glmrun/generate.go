@@ -56,7 +56,7 @@ type genFlags struct {
 	noRepack     bool
 	force        bool
 	cache        cacheFlags
-	cpuMoE       cpuMoEFlags
+	placement    deviceFlags
 
 	// The constraint flags (generate only): GBNF text or file, JSON
 	// schema text or file; check compiles the one given into grammar.
@@ -79,7 +79,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.ctxSize, "c", 0, "context size in `tokens`, prompt and reply: the KV cache is allocated for this many at start (0: the model's training context, lowered to what fits in 3/4 of the memory available; more than the training context only as far as the model's RoPE scaling extends it)")
 	fs.IntVar(&g.ctxSize, "ctx-size", 0, "same as -c `N`")
 	g.cache.register(fs)
-	g.cpuMoE.register(fs)
+	g.placement.register(fs)
 	fs.StringVar(&g.backend, "backend", "cpu", "compute `backend`: cpu or cuda (NVIDIA GPUs through libcuda.so.1)")
 	fs.IntVar(&g.tp, "tp", 1, "tensor parallelism: split attention heads and experts over `N` devices (on the cpu backend virtual ones, each with -t workers)")
 	fs.IntVar(&g.n, "n", defaultMaxTokens, "the most `tokens` to generate (-1: until the end of generation or a full context)")
@@ -127,7 +127,7 @@ func (g *genFlags) check() (warnings []string, err error) {
 	if err := checkDevices("-t (--threads)", g.threads, g.tp, g.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if err := g.cpuMoE.check(); err != nil {
+	if err := g.placement.check(); err != nil {
 		return nil, err
 	}
 	if _, err := g.cache.parse(); err != nil {
@@ -311,7 +311,7 @@ func (g *genFlags) load(stderr io.Writer, cmd string) (*glmrun.Model, *glmrun.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, CPUMoE: g.cpuMoE.all, NCPUMoE: g.cpuMoE.n, Exact: g.exact, BatchInvariant: g.invariant, NoRepack: g.noRepack,
+	opts := glmrun.Options{Threads: g.threads, Backend: g.backend, TensorParallel: g.tp, CPUMoE: g.placement.all, NCPUMoE: g.placement.n, Collectives: g.placement.collectives, Exact: g.exact, BatchInvariant: g.invariant, NoRepack: g.noRepack,
 		AllowUnknownKeys: g.force, SpecDraft: g.specMTP, CacheType: g.cache.k}
 	if g.tp == 1 {
 		opts.TensorParallel = 0

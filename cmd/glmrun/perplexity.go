@@ -85,7 +85,7 @@ type pplFlags struct {
 	exact, invariant, force    bool
 	noRepack                   bool
 	cache                      cacheFlags
-	cpuMoE                     cpuMoEFlags
+	placement                  deviceFlags
 	cacheType                  tensor.Type // parsed by check
 }
 
@@ -111,7 +111,7 @@ func (p *pplFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&p.noRepack, "no-repack", false, noRepackUsage)
 	fs.BoolVar(&p.force, "force", false, forceUsage)
 	p.cache.register(fs)
-	p.cpuMoE.register(fs)
+	p.placement.register(fs)
 }
 
 // check validates the flag values before anything is opened: a usage error
@@ -136,7 +136,7 @@ func (p *pplFlags) check() (warnings []string, err error) {
 	if err := checkDevices("-t (--threads)", p.threads, p.tp, p.backend, &warnings); err != nil {
 		return nil, err
 	}
-	if err := p.cpuMoE.check(); err != nil {
+	if err := p.placement.check(); err != nil {
 		return nil, err
 	}
 	if p.cacheType, err = p.cache.parse(); err != nil {
@@ -336,7 +336,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 			pl.nChunk, pl.nCtx, n)
 	}
 
-	m, err := model.New(f, model.Options{Threads: p.threads, TensorParallel: p.tp, CPUMoE: p.cpuMoE.all, NCPUMoE: p.cpuMoE.n, Backend: p.backend, Fast: !p.exact,
+	m, err := model.New(f, model.Options{Threads: p.threads, TensorParallel: p.tp, CPUMoE: p.placement.all, NCPUMoE: p.placement.n, Collectives: p.placement.collectives, Backend: p.backend, Fast: !p.exact,
 		BatchInvariant: p.invariant, NoRepack: p.noRepack, AllowUnknownKeys: p.force})
 	if err != nil {
 		return err

@@ -51,8 +51,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	fs.IntVar(&ctxSize, "c", 0, "same as --ctx-size `N`")
 	var cache cacheFlags
 	cache.register(fs)
-	var cpuMoE cpuMoEFlags
-	cpuMoE.register(fs)
+	var placement deviceFlags
+	placement.register(fs)
 	fs.IntVar(&queue, "queue", server.DefaultQueueSize, "requests that may wait for a slot before the server answers 503 (`N`)")
 	fs.StringVar(&apiKey, "api-key", "", "require `KEY` as \"Authorization: Bearer KEY\" on /v1/ (default: the GLMRUN_API_KEY environment variable, or none)")
 	fs.StringVar(&alias, "alias", "", "model `name` in /v1/models and responses (default: the file name without .gguf)")
@@ -85,7 +85,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 		return err
 	}
 	printWarnings(stderr, "serve", warnings)
-	if err := cpuMoE.check(); err != nil {
+	if err := placement.check(); err != nil {
 		return err
 	}
 	if _, err := cache.parse(); err != nil {
@@ -118,7 +118,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready func(addr
 	// The library's loading path, as generate and chat load: the server
 	// serves the model glmrun.Load gives any program.
 	start := time.Now()
-	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, CPUMoE: cpuMoE.all, NCPUMoE: cpuMoE.n, Backend: backend, Exact: *exact, CacheType: cache.k,
+	m, err := glmrun.Load(path, glmrun.Options{Threads: threads, TensorParallel: tp, CPUMoE: placement.all, NCPUMoE: placement.n, Collectives: placement.collectives, Backend: backend, Exact: *exact, CacheType: cache.k,
 		BatchInvariant: *invariant, NoRepack: *noRepack, AllowUnknownKeys: *force, SpecDraft: *specMTP})
 	if err != nil {
 		return err

@@ -492,6 +492,46 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
+// Peer copies and cross-stream waits: the fake runs a stream's work when
+// it is issued, so a wait has nothing to wait for and a copy is done on
+// return. A copy or wait on a capturing stream is refused, as glmrun
+// never captures them.
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuMemcpyPeerAsync %zu bytes", n);
+	struct stream *st = s;
+	if (!st || !dctx || !sctx)
+		RET(INVALID_VALUE);
+	if (st->capturing)
+		RET(CAPTURE_UNSUPPORTED);
+	if (!find(src, n) || !find(dst, n))
+		RET(INVALID_VALUE);
+	memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+	RET(SUCCESS);
+}
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuStreamWaitEvent");
+	struct stream *st = s;
+	if (!st || !e || flags)
+		RET(INVALID_VALUE);
+	if (st->capturing)
+		RET(CAPTURE_UNSUPPORTED);
+	RET(SUCCESS);
+}
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+	*can = d != peer;
+	return inited ? SUCCESS : NOT_INITIALIZED;
+}
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
+	pthread_mutex_lock(&mu);
+	CHECK_INIT();
+	logf_("cuCtxEnablePeerAccess");
+	RET(peer && !flags ? SUCCESS : INVALID_VALUE);
+}
+
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
 	pthread_mutex_lock(&mu);
 	CHECK_INIT();
