@@ -28,6 +28,7 @@ type Device struct {
 
 	scratch map[string]*mem
 	experts map[*backend.Experts]*expertTab // MoE's weight pointer tables
+	closers []func()                        // run first by Close (the collectives' NCCL communicators)
 }
 
 // mem is one device allocation.
@@ -285,6 +286,10 @@ func (d *Device) Release(w backend.Weight) {
 // context.
 func (d *Device) Close() error {
 	err := d.Sync()
+	for _, f := range d.closers {
+		f()
+	}
+	d.closers = nil
 	for _, m := range d.scratch {
 		d.release(m)
 	}

@@ -40,9 +40,10 @@
 // experts' weight pointers, so the routing never returns to the host.
 // Known limits: the indexer's [T, keys] scores
 // are one buffer; products run in f32 on CUDA cores (no mma.sync yet); the
-// router's top-k over the experts ranks by counting; collectives copy
-// device to device (or, with Config.Collectives "host", through host
-// memory), without NCCL yet. Config.Fast quantizes the
+// router's top-k over the experts ranks by counting. Collectives copy
+// device to device (Config.Collectives "p2p", the default), through NCCL
+// ("nccl", bound at run time like the driver) or through host memory
+// ("host"). Config.Fast quantizes the
 // activations of products with Q8_0 weights to Q8_0 and with Q4_K, Q5_K,
 // Q6_K and IQ4_XS weights to Q8_K and takes dp4a integer dot products, a
 // warp a weight row

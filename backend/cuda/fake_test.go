@@ -68,6 +68,43 @@ func buildFakeFlags(name string, flags ...string) (string, error) {
 	return out, nil
 }
 
+// useFakeNCCL points GLMRUN_LIBNCCL at a fake libnccl.so.2
+// (testdata/fakenccl.c) for the test, built once, or skips the test
+// without a C compiler.
+func useFakeNCCL(t testing.TB) string {
+	t.Helper()
+	fakeNCCL.once.Do(func() {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			fakeNCCL.err = err
+			return
+		}
+		if fake.dir == "" {
+			if fake.dir, fakeNCCL.err = os.MkdirTemp("", "glmrun-fakecuda-"); fakeNCCL.err != nil {
+				return
+			}
+		}
+		dir := filepath.Join(fake.dir, "nccl")
+		if fakeNCCL.err = os.MkdirAll(dir, 0o755); fakeNCCL.err != nil {
+			return
+		}
+		fakeNCCL.path = filepath.Join(dir, "libnccl.so.2")
+		if b, err := exec.Command("gcc", "-O2", "-fPIC", "-Wall", "-shared", "-o", fakeNCCL.path, "testdata/fakenccl.c", "-lpthread").CombinedOutput(); err != nil {
+			fakeNCCL.err = fmt.Errorf("%v\n%s", err, b)
+		}
+	})
+	if fakeNCCL.err != nil {
+		t.Skipf("no fake NCCL: %v", fakeNCCL.err)
+	}
+	t.Setenv("GLMRUN_LIBNCCL", fakeNCCL.path)
+	return fakeNCCL.path
+}
+
+var fakeNCCL struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 // onGPU reports whether the tests run on the real driver: GLMRUN_CUDA=1
 // (scripts/gpu-check.sh sets it on a GPU machine). Otherwise they run on
 // the fake driver.

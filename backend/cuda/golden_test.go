@@ -14,6 +14,8 @@ import (
 
 	"math/rand/v2"
 
+	"github.com/ebitengine/purego"
+
 	"github.com/glmrun/glmrun/backend"
 	_ "github.com/glmrun/glmrun/backend/cpu" // the reference backend
 	"github.com/glmrun/glmrun/internal/testmodels"
@@ -406,15 +408,34 @@ func TestCollectives(t *testing.T) {
 		}
 		return rows
 	}
-	host, p2p := logits("host"), logits("p2p")
+	useFakeNCCL(t)
+	host, p2p, nccl := logits("host"), logits("p2p"), logits("nccl")
 	for i := range host {
 		if !slices.Equal(host[i], p2p[i]) {
 			t.Fatalf("token %d: p2p collectives' logits differ from the host's", i)
 		}
+		if !slices.Equal(host[i], nccl[i]) { // the fake NCCL adds in rank order
+			t.Fatalf("token %d: NCCL collectives' logits differ from the host's", i)
+		}
 	}
+	// NCCL takes one device a GPU: logical devices are refused by name.
+	t.Setenv("FAKECUDA_DEVICES", "1")
+	if _, _, err := Open(backend.Config{Devices: 2, Collectives: "nccl"}); err == nil || !strings.Contains(err.Error(), "shares GPU 0") {
+		t.Errorf("NCCL over two logical devices on one GPU: %v", err)
+	}
+	t.Setenv("FAKECUDA_DEVICES", "2")
 
 	t.Setenv("FAKECUDA_DEVICES", "3")
-	devs, coll, err := Open(backend.Config{Devices: 3})
+	for _, way := range []string{"p2p", "nccl"} {
+		t.Run(way, func(t *testing.T) { allReduceCounters(t, way) })
+	}
+}
+
+// allReduceCounters checks an all-reduce over three devices with the
+// collectives way: the device-order sums, and no synchronisation or host
+// copy (p2p: 4 peer copies; nccl: one NCCL collective).
+func allReduceCounters(t *testing.T, way string) {
+	devs, coll, err := Open(backend.Config{Devices: 3, Collectives: way})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,15 +459,35 @@ func TestCollectives(t *testing.T) {
 	}
 	var counters func(*[5]int64)
 	fakeFunc(t, "fake_counters", &counters)
+	var ncclOps func() int64
+	if way == "nccl" {
+		lib, err := openLibrary(fakeNCCL.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := librarySymbol(lib, "fake_nccl_ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		purego.RegisterFunc(&ncclOps, p)
+	}
 	var before, after [5]int64
+	var opsBefore int64
+	if ncclOps != nil {
+		opsBefore = ncclOps()
+	}
 	fakeLog(t)
 	counters(&before)
 	if err := coll.AllReduce(bufs); err != nil {
 		t.Fatal(err)
 	}
 	counters(&after)
-	if log := fakeLog(t); strings.Count(log, "cuMemcpyPeerAsync") != 4 {
-		t.Errorf("%d peer copies for an all-reduce over 3 devices, want 4 (2 in, 2 out)", strings.Count(log, "cuMemcpyPeerAsync"))
+	copies := strings.Count(fakeLog(t), "cuMemcpyPeerAsync")
+	switch {
+	case way == "p2p" && copies != 4:
+		t.Errorf("%d peer copies for an all-reduce over 3 devices, want 4 (2 in, 2 out)", copies)
+	case way == "nccl" && (copies != 0 || ncclOps()-opsBefore != 1):
+		t.Errorf("%d peer copies and %d NCCL collectives for an NCCL all-reduce, want 0 and 1", copies, ncclOps()-opsBefore)
 	}
 	if syncs, h2d, d2h := after[1]-before[1], after[2]-before[2], after[3]-before[3]; syncs != 0 || h2d != 0 || d2h != 0 {
 		t.Errorf("a p2p all-reduce: %d synchronisations, %d bytes up, %d down; want none", syncs, h2d, d2h)

@@ -4,7 +4,10 @@ package cuda
 
 import "github.com/ebitengine/purego"
 
-const defaultLibrary = "libcuda.so.1"
+const (
+	defaultLibrary = "libcuda.so.1"
+	defaultNCCL    = "libnccl.so.2"
+)
 
 func openLibrary(path string) (uintptr, error) {
 	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)

@@ -4,7 +4,10 @@ package cuda
 
 import "golang.org/x/sys/windows"
 
-const defaultLibrary = "nvcuda.dll"
+const (
+	defaultLibrary = "nvcuda.dll"
+	defaultNCCL    = "nccl.dll" // NCCL has no Windows build; the name only fails to load
+)
 
 func openLibrary(path string) (uintptr, error) {
 	h, err := windows.LoadLibrary(path)

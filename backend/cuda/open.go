@@ -36,9 +36,19 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 			return nil, nil, fmt.Errorf("cuda: collectives p2p: the driver %s lacks peer copies or events", devs[0].g.drv.path)
 		}
 	case "host":
+	case "nccl":
+		if len(devs) > 1 {
+			comms, err := newNCCL(devs)
+			if err != nil {
+				closeDevices(devs)
+				return nil, nil, fmt.Errorf("cuda: collectives nccl: %w", err)
+			}
+			coll.nccl = comms
+			devs[0].closers = append(devs[0].closers, comms.close)
+		}
 	default:
 		closeDevices(devs)
-		return nil, nil, fmt.Errorf("cuda: collectives %q: want p2p or host", c.Collectives)
+		return nil, nil, fmt.Errorf("cuda: collectives %q: want p2p, nccl or host", c.Collectives)
 	}
 	if coll.p2p {
 		if err := coll.enablePeers(); err != nil {
@@ -118,11 +128,14 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 // part copied to device 0's stream once its own stream has reached it
 // (an event), summed there in order, and copied back the same way, with
 // no host synchronisation; with backend.Config.Collectives "host"
-// through host memory. Both give the same values bit for bit. NCCL is
-// later work.
+// through host memory; with "nccl", by NCCL's ncclAllReduce and
+// ncclBroadcast (one GPU a device). p2p and host give the same values bit
+// for bit; NCCL sums in its own order (its rings), deterministic for a
+// given set of GPUs.
 type Collective struct {
 	devs []*Device
 	p2p  bool
+	nccl *ncclComms
 	sum  []float32
 	tmp  []float32
 }
@@ -276,6 +289,13 @@ func (c *Collective) AllReduce(bufs []backend.Buffer) error {
 	if len(bufs) == 1 {
 		return nil
 	}
+	if c.nccl != nil {
+		n := uint64(bufs[0].Len())
+		return c.failed(c.nccl.group(c.devs, "ncclAllReduce", func(i int) int32 {
+			p := c.devs[i].ptr(bufs[i])
+			return c.nccl.lib.ncclAllReduce(p, p, n, ncclFloat32, ncclSum, c.nccl.comms[i], c.devs[i].g.stream)
+		}))
+	}
 	if c.p2p {
 		return c.failed(c.allReduceP2P(bufs))
 	}
@@ -304,6 +324,13 @@ func (c *Collective) Broadcast(bufs []backend.Buffer, root int) error {
 	}
 	if root < 0 || root >= len(bufs) {
 		return fmt.Errorf("cuda: Broadcast root %d outside [0, %d)", root, len(bufs))
+	}
+	if c.nccl != nil {
+		n := uint64(bufs[0].Len())
+		return c.failed(c.nccl.group(c.devs, "ncclBroadcast", func(i int) int32 {
+			p := c.devs[i].ptr(bufs[i])
+			return c.nccl.lib.ncclBroadcast(p, p, n, ncclFloat32, int32(root), c.nccl.comms[i], c.devs[i].g.stream)
+		}))
 	}
 	if c.p2p {
 		if err := c.devs[root].g.record(); err != nil {

@@ -267,7 +267,7 @@ func TestFlagsCheckedBeforeLoad(t *testing.T) {
 		{append([]string{"logits"}, append(fwd, "--n-cpu-moe", "-6")...), "--n-cpu-moe -6"},
 		{append([]string{"dump"}, append(fwd, "-o", t.TempDir(), "--n-cpu-moe", "-7")...), "--n-cpu-moe -7"},
 		// --collectives in every command that runs the model.
-		{append(gen, "--collectives", "nccl"), `--collectives "nccl"`},
+		{append(gen, "--collectives", "gloo"), `--collectives "gloo"`},
 		{[]string{"chat", "-m", missing, "--collectives", "x"}, `--collectives "x"`},
 		{[]string{"serve", "-m", missing, "--collectives", "P2P"}, `--collectives "P2P"`},
 		{[]string{"bench", "-m", missing, "--collectives", "mpi"}, `--collectives "mpi"`},

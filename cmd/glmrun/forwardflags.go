@@ -94,7 +94,7 @@ type deviceFlags struct {
 func (c *deviceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.all, "cpu-moe", false, "run the routed experts of every MoE block on the CPU and the rest (attention, norms, shared experts, output head) on the backend's devices, as llama.cpp's --cpu-moe: for experts that do not fit a GPU; on the cpu backend the results are the same")
 	fs.IntVar(&c.n, "n-cpu-moe", 0, "the same for the MoE blocks among the first `N` blocks only (llama.cpp's --n-cpu-moe)")
-	fs.StringVar(&c.collectives, "collectives", "", "`p2p|host`: how the cuda backend's tensor-parallel devices sum and share results: device to device, ordered by events (p2p, the default where the driver has it), or through host memory (host); the same values either way; the cpu backend has one way and ignores it")
+	fs.StringVar(&c.collectives, "collectives", "", "`p2p|nccl|host`: how the cuda backend's tensor-parallel devices sum and share results: device to device, ordered by events (p2p, the default where the driver has it), by NCCL (libnccl.so.2; one GPU a device), or through host memory (host); p2p and host give the same values, NCCL adds in its own order; the cpu backend has one way and ignores it")
 }
 
 // check returns a usage error naming the flag for a negative block count
@@ -104,9 +104,9 @@ func (c *deviceFlags) check() error {
 		return usageErr("--n-cpu-moe %d: want >= 0", c.n)
 	}
 	switch c.collectives {
-	case "", "p2p", "host":
+	case "", "p2p", "nccl", "host":
 	default:
-		return usageErr("--collectives %q: want p2p or host", c.collectives)
+		return usageErr("--collectives %q: want p2p, nccl or host", c.collectives)
 	}
 	return nil
 }
