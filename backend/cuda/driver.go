@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -79,30 +80,27 @@ type graphUpdateInfo struct {
 
 // libraryPath is the driver library to load: $GLMRUN_LIBCUDA or the
 // system's (libcuda.so.1, nvcuda.dll on Windows).
-func libraryPath() string {
-	if p := os.Getenv("GLMRUN_LIBCUDA"); p != "" {
-		return p
+func libraryPath() string { return envOr("GLMRUN_LIBCUDA", defaultLibrary) }
+
+// envOr returns the environment variable name, or def where it is unset
+// or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
 	}
-	return defaultLibrary
+	return def
 }
 
 // loadDriver opens the driver library and binds every function with
 // librarySymbol + RegisterFunc (RegisterLibFunc would panic on a missing symbol).
 // Failures wrap ErrNoDriver and list every missing name.
 func loadDriver(path string) (*driver, error) {
-	lib, err := openLibrary(path)
+	lib, err := openNamed(path)
 	if err != nil {
-		msg := err.Error()
-		if !strings.Contains(msg, path) {
-			msg = path + ": " + msg
-		}
-		return nil, fmt.Errorf("%w: %s", ErrNoDriver, msg)
+		return nil, fmt.Errorf("%w: %v", ErrNoDriver, err)
 	}
 	d := &driver{path: path, lib: lib}
-	syms := []struct {
-		name string
-		fn   any
-	}{
+	syms := []symbol{
 		{"cuGetErrorName", &d.cuGetErrorName},
 		{"cuGetErrorString", &d.cuGetErrorString},
 		{"cuInit", &d.cuInit},
@@ -136,25 +134,13 @@ func loadDriver(path string) (*driver, error) {
 		{"cuModuleGetFunction", &d.cuModuleGetFunction},
 		{"cuLaunchKernel", &d.cuLaunchKernel},
 	}
-	var missing []string
-	for _, s := range syms {
-		p, err := librarySymbol(lib, s.name)
-		if err != nil || p == 0 {
-			missing = append(missing, s.name)
-			continue
-		}
-		purego.RegisterFunc(s.fn, p)
-	}
-	if len(missing) > 0 {
+	if missing := bindSymbols(lib, syms); len(missing) > 0 {
 		closeLibrary(lib)
 		return nil, fmt.Errorf("%w: %s lacks %s", ErrNoDriver, path, strings.Join(missing, ", "))
 	}
 	// Graphs are optional: a driver without them launches one kernel at
 	// a time.
-	graphSyms := []struct {
-		name string
-		fn   any
-	}{
+	graphSyms := []symbol{
 		{"cuMemAllocHost_v2", &d.cuMemAllocHost_v2},
 		{"cuMemFreeHost", &d.cuMemFreeHost},
 		{"cuStreamBeginCapture_v2", &d.cuStreamBeginCapture_v2},
@@ -166,10 +152,7 @@ func loadDriver(path string) (*driver, error) {
 		{"cuGraphExecDestroy", &d.cuGraphExecDestroy},
 	}
 	d.graphs = bindOptional(lib, graphSyms)
-	d.p2p = bindOptional(lib, []struct {
-		name string
-		fn   any
-	}{
+	d.p2p = bindOptional(lib, []symbol{
 		{"cuStreamWaitEvent", &d.cuStreamWaitEvent},
 		{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync},
 		{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer},
@@ -178,21 +161,43 @@ func loadDriver(path string) (*driver, error) {
 	return d, nil
 }
 
-// bindOptional binds the functions of one optional group and reports
-// whether the library has them all.
-func bindOptional(lib uintptr, syms []struct {
+// symbol is a library function's name and the Go function variable to
+// bind it to.
+type symbol struct {
 	name string
 	fn   any
-}) bool {
-	all := true
+}
+
+// bindSymbols binds every function of syms that lib has (librarySymbol +
+// RegisterFunc: RegisterLibFunc would panic on a missing one) and returns
+// the names of those it lacks.
+func bindSymbols(lib uintptr, syms []symbol) (missing []string) {
 	for _, s := range syms {
-		if p, err := librarySymbol(lib, s.name); err == nil && p != 0 {
-			purego.RegisterFunc(s.fn, p)
-		} else {
-			all = false
+		p, err := librarySymbol(lib, s.name)
+		if err != nil || p == 0 {
+			missing = append(missing, s.name)
+			continue
 		}
+		purego.RegisterFunc(s.fn, p)
 	}
-	return all
+	return missing
+}
+
+// bindOptional binds the functions of one optional group and reports
+// whether the library has them all.
+func bindOptional(lib uintptr, syms []symbol) bool { return len(bindSymbols(lib, syms)) == 0 }
+
+// openNamed opens the library at path, its error naming the path.
+func openNamed(path string) (uintptr, error) {
+	lib, err := openLibrary(path)
+	if err != nil {
+		msg := err.Error()
+		if !strings.Contains(msg, path) {
+			msg = path + ": " + msg
+		}
+		return 0, errors.New(msg)
+	}
+	return lib, nil
 }
 
 // check turns a CUresult into nil or an *Error naming call.

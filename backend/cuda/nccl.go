@@ -2,10 +2,7 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/ebitengine/purego"
 )
 
 // nccl holds the bound functions of a loaded NCCL library (libnccl.so.2),
@@ -32,28 +29,16 @@ const (
 )
 
 // ncclPath is the NCCL library to load: $GLMRUN_LIBNCCL or the system's.
-func ncclPath() string {
-	if p := os.Getenv("GLMRUN_LIBNCCL"); p != "" {
-		return p
-	}
-	return defaultNCCL
-}
+func ncclPath() string { return envOr("GLMRUN_LIBNCCL", defaultNCCL) }
 
 // loadNCCL opens the NCCL library and binds the functions it needs.
 func loadNCCL(path string) (*nccl, error) {
-	lib, err := openLibrary(path)
+	lib, err := openNamed(path)
 	if err != nil {
-		msg := err.Error()
-		if !strings.Contains(msg, path) {
-			msg = path + ": " + msg
-		}
-		return nil, fmt.Errorf("no NCCL: %s", msg)
+		return nil, fmt.Errorf("no NCCL: %v", err)
 	}
 	n := &nccl{path: path, lib: lib}
-	syms := []struct {
-		name string
-		fn   any
-	}{
+	syms := []symbol{
 		{"ncclGetVersion", &n.ncclGetVersion},
 		{"ncclCommInitAll", &n.ncclCommInitAll},
 		{"ncclCommDestroy", &n.ncclCommDestroy},
@@ -63,16 +48,7 @@ func loadNCCL(path string) (*nccl, error) {
 		{"ncclGroupEnd", &n.ncclGroupEnd},
 		{"ncclGetErrorString", &n.ncclGetErrorString},
 	}
-	var missing []string
-	for _, s := range syms {
-		p, err := librarySymbol(lib, s.name)
-		if err != nil || p == 0 {
-			missing = append(missing, s.name)
-			continue
-		}
-		purego.RegisterFunc(s.fn, p)
-	}
-	if len(missing) > 0 {
+	if missing := bindSymbols(lib, syms); len(missing) > 0 {
 		closeLibrary(lib)
 		return nil, fmt.Errorf("no NCCL: %s lacks %s", path, strings.Join(missing, ", "))
 	}

@@ -2,21 +2,27 @@
 // kept in double, as the Go CPU kernels accumulate in float64.
 #include "prelude.h"
 
-// rmsnorm_f32: row r (blockIdx.x) of n values at r·stride:
-// dst = x·(1/sqrt(mean(x²)+eps))·w. blockDim.x is a power of two.
-KERNEL rmsnorm_f32(float *dst, const float *x, const float *w, int n, int stride, float eps) {
-	const float *xr = x + (u64)blockIdx.x * stride;
-	float *dr = dst + (u64)blockIdx.x * stride;
-	double s = 0;
-	for (int i = threadIdx.x; i < n; i += blockDim.x) {
-		float v = xr[i];
-		s += (double)(v * v);
-	}
+// rms_finish ends RMSNorm of the row xr into dr, from each thread's part
+// s of Σ x² (in double): the block's sum, the mean, then
+// x·(1/sqrt(mean+eps))·w.
+DEV void rms_finish(float *dr, const float *xr, const float *w, double s, int n, float eps) {
 	s = block_sum_d(s);
 	float mean = (float)(s / n);
 	float scale = 1.0f / (float)glm_sqrt((double)(mean + eps));
 	for (int i = threadIdx.x; i < n; i += blockDim.x)
 		dr[i] = xr[i] * scale * w[i];
+}
+
+// rmsnorm_f32: row r (blockIdx.x) of n values at r·stride:
+// dst = x·(1/sqrt(mean(x²)+eps))·w. blockDim.x is a power of two.
+KERNEL rmsnorm_f32(float *dst, const float *x, const float *w, int n, int stride, float eps) {
+	const float *xr = x + (u64)blockIdx.x * stride;
+	double s = 0;
+	for (int i = threadIdx.x; i < n; i += blockDim.x) {
+		float v = xr[i];
+		s += (double)(v * v);
+	}
+	rms_finish(dst + (u64)blockIdx.x * stride, xr, w, s, n, eps);
 }
 GLM_REGISTER(rmsnorm_f32)
 
@@ -26,18 +32,13 @@ GLM_REGISTER(rmsnorm_f32)
 KERNEL add_rmsnorm_f32(float *dst, float *h, const float *delta, const float *w, int n, int stride, float eps) {
 	float *hr = h + (u64)blockIdx.x * stride;
 	const float *er = delta + (u64)blockIdx.x * stride;
-	float *dr = dst + (u64)blockIdx.x * stride;
 	double s = 0;
 	for (int i = threadIdx.x; i < n; i += blockDim.x) {
 		float v = hr[i] + er[i];
 		hr[i] = v;
 		s += (double)(v * v);
 	}
-	s = block_sum_d(s);
-	float mean = (float)(s / n);
-	float scale = 1.0f / (float)glm_sqrt((double)(mean + eps));
-	for (int i = threadIdx.x; i < n; i += blockDim.x)
-		dr[i] = hr[i] * scale * w[i];
+	rms_finish(dst + (u64)blockIdx.x * stride, hr, w, s, n, eps);
 }
 GLM_REGISTER(add_rmsnorm_f32)
 
