@@ -40,18 +40,18 @@ type gpu struct {
 // are captured, then the graph is launched, through the executable graph
 // of the previous segment updated with the new arguments where its
 // kernels are the same in the same order (a decode step after a decode
-// step), else a new one. A captured upload reads its bytes at launch from
-// pinned staging memory, reset when the stream is drained.
+// step), else a new one. Small uploads, captured or not, read their
+// bytes from pinned staging memory, reused once the stream drains.
 type graphState struct {
 	on        bool           // capture (the driver has graphs and they are not turned off)
 	capturing bool           // the stream is capturing
 	exec      uintptr        // the last executable graph, or 0
-	staging   unsafe.Pointer // pinned host memory for captured uploads
+	staging   unsafe.Pointer // pinned host memory for small uploads (nil: none)
 	used      int            // bytes of staging in use
 	log       []command      // the segment's commands, to run them one by one if the capture fails
 }
 
-// stagingBytes is the pinned memory for the uploads captured between two
+// stagingBytes is the pinned memory for the small uploads between two
 // waits for the stream (a decode step uploads its token ids).
 const stagingBytes = 64 << 10
 
@@ -164,11 +164,9 @@ func (g *gpu) loop(ready chan<- error) {
 	}
 	pin.Pin(g.vals)
 	pin.Pin(g.params)
-	if d.graphs && graphsWanted() {
-		if d.cuMemAllocHost_v2(&g.graph.staging, stagingBytes) == 0 {
-			g.graph.on = true
-			g.graph.log = make([]command, 0, 256)
-		}
+	if d.graphs && d.cuMemAllocHost_v2(&g.graph.staging, stagingBytes) == 0 && graphsWanted() {
+		g.graph.on = true
+		g.graph.log = make([]command, 0, 256)
 	}
 	for c := range g.work {
 		switch c.kind {
@@ -236,9 +234,11 @@ func (g *gpu) memInfo() (free, total uint64, err error) {
 }
 
 // htod copies n bytes from host memory src to device address dst, queued
-// on the device's stream after the work before it, without draining the
-// stream: from pageable memory the driver stages src before it returns,
-// so src may change right after.
+// on the device's stream after the work before it: from pageable memory
+// the driver stages src before it returns, so src may change right after
+// (and, as CUDA documents for pageable sources, it waits for the stream's
+// earlier work first: large uploads are weights and tables, not part of a
+// step; a step's small ones go through upload).
 func (g *gpu) htod(dst uint64, src unsafe.Pointer, n int64) error {
 	if n == 0 {
 		return nil
@@ -268,13 +268,16 @@ func (g *gpu) upload(d *Device, dst uint64, src unsafe.Pointer, n int64) {
 	g.work <- c
 }
 
-// uploadNow runs an upload command: from the pinned slots, pageable
-// memory to the driver, which stages it before the call returns; while
-// the stream captures, from the pinned staging memory, which the graph
-// reads when it runs.
+// uploadNow runs an upload command from the pinned staging memory: a
+// copy from pinned memory is truly asynchronous (one from pageable memory
+// waits for the stream's earlier work), and a captured one reads its
+// bytes when the graph runs. Each upload takes a fresh slot until the
+// stream drains. Without staging memory (a driver without it) the copy
+// comes from the argument slots, pageable memory that the driver stages
+// before it returns.
 func (g *gpu) uploadNow(c *command) {
 	src := unsafe.Pointer(g.vals)
-	if g.graph.capturing {
+	if g.graph.staging != nil {
 		src = unsafe.Add(g.graph.staging, g.graph.used)
 		copy(unsafe.Slice((*byte)(src), c.nbytes), unsafe.Slice((*byte)(unsafe.Pointer(&c.args[0])), c.nbytes))
 		g.graph.used += (c.nbytes + 15) &^ 15
@@ -292,9 +295,9 @@ func (g *gpu) uploadNow(c *command) {
 // graph where graphs are on, else at once.
 func (g *gpu) queue(c *command) {
 	gs := &g.graph
-	if gs.on && c.kind == cmdUpload && gs.used+c.nbytes+16 > stagingBytes {
-		// The staging memory is full: the graphs that read it must run
-		// before it is reused.
+	if gs.staging != nil && c.kind == cmdUpload && gs.used+c.nbytes+16 > stagingBytes {
+		// The staging memory is full: the copies (and graphs) that read
+		// it must run before it is reused.
 		g.endCapture()
 		if err := g.drain(); err != nil {
 			c.dev.fail(err)

@@ -126,8 +126,9 @@ void fake_log_reset(void) {
 }
 long fake_launches(void) { return launches; }
 // fake_counters writes the launches, stream/context/event
-// synchronisations, host-to-device and device-to-host bytes and graph
-// launches so far to out[0 … 5).
+// synchronisations (an asynchronous copy from pageable memory counts as
+// one: the driver waits for the stream before it), host-to-device and
+// device-to-host bytes and graph launches so far to out[0 … 5).
 void fake_counters(long *out) {
 	pthread_mutex_lock(&mu);
 	out[0] = launches;
@@ -449,6 +450,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	return SUCCESS;
 }
 static CUresult recordCopy(struct stream *st, CUdeviceptr dst, const void *src, size_t n);
+static int pinned(const void *p, size_t n);
 
 // The stream's work runs at launch here, so an asynchronous copy is done
 // on return, as a real one from pageable memory is staged by then.
@@ -470,6 +472,11 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 			logf_("cuMemcpyHtoDAsync_v2 captured from memory not of cuMemAllocHost");
 		RET(r);
 	}
+	// From pageable memory the driver waits for the stream's earlier work
+	// before the copy (CUDA's documented behaviour): count it as the
+	// synchronisation it is.
+	if (!pinned(src, n))
+		__atomic_fetch_add(&nsyncs, 1, __ATOMIC_RELAXED);
 	hostCopy((void *)(uintptr_t)dst, src, n);
 	h2dBytes += (long)n;
 	pthread_mutex_unlock(&mu);
@@ -755,12 +762,16 @@ static CUresult recordKernel(struct stream *st, struct entry *e, const unsigned 
 	return SUCCESS;
 }
 
+// pinned reports whether [p, p+n) is memory of cuMemAllocHost (mu held).
+static int pinned(const void *p, size_t n) {
+	for (struct hostAlloc *h = hostAllocs; h; h = h->next)
+		if ((const char *)p >= h->p && (const char *)p + n <= h->p + h->n)
+			return 1;
+	return 0;
+}
+
 static CUresult recordCopy(struct stream *st, CUdeviceptr dst, const void *src, size_t n) {
-	struct hostAlloc *h = hostAllocs;
-	for (; h; h = h->next)
-		if ((const char *)src >= h->p && (const char *)src + n <= h->p + h->n)
-			break;
-	if (!h) {
+	if (!pinned(src, n)) {
 		st->invalid = 1;
 		return CAPTURE_UNSUPPORTED;
 	}
