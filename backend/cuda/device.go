@@ -470,16 +470,23 @@ func (d *Device) Sync() error {
 
 // run launches kernel name unless the device has faulted.
 func (d *Device) run(name string, grid, block dim3, shared uint32, args ...any) {
+	c := d.launchCommand(name, grid, block, shared, args...)
+	if d.faulted() {
+		return
+	}
+	d.g.launch(&c)
+}
+
+// launchCommand returns the command that launches kernel name, its
+// arguments checked against the kernel's signature.
+func (d *Device) launchCommand(name string, grid, block dim3, shared uint32, args ...any) command {
 	sig, ok := d.sigs[name]
 	if !ok {
 		panic("cuda: no kernel " + name) // concatenated: name need not escape
 	}
 	c := command{kind: cmdLaunch, dev: d, f: d.mod.funcs[name], grid: grid, block: block, shared: shared}
 	encodeArgs(&c, name, sig, args)
-	if d.faulted() {
-		return
-	}
-	d.g.launch(&c)
+	return c
 }
 
 // kernelName returns the name of the kernel whose function is f, for an
@@ -542,5 +549,11 @@ func (d *Device) elementwise(name string, n int, args ...any) {
 	if n == 0 {
 		return
 	}
-	d.run(name, dim3{min(cdiv(n, 256), 4096), 1, 1}, dim3{256, 1, 1}, 0, args...)
+	grid, block := elementwiseDims(n)
+	d.run(name, grid, block, 0, args...)
+}
+
+// elementwiseDims is the launch shape of a grid-stride kernel over n values.
+func elementwiseDims(n int) (grid, block dim3) {
+	return dim3{min(cdiv(n, 256), 4096), 1, 1}, dim3{256, 1, 1}
 }

@@ -59,6 +59,7 @@ func Open(c backend.Config) ([]backend.Device, backend.Collective, error) {
 	return out, coll, nil
 }
 
+// closeDevices closes every device of devs.
 func closeDevices(devs []*Device) {
 	for _, d := range devs {
 		d.Close()
@@ -99,15 +100,10 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 		names = append(names, name)
 	}
 	var devs []*Device
-	closeAll := func() {
-		for _, d := range devs {
-			d.Close()
-		}
-	}
 	for i := 0; i < c.Devices; i++ {
 		g, err := newGPU(drv, i%int(n))
 		if err != nil {
-			closeAll()
+			closeDevices(devs)
 			return nil, fmt.Errorf("cuda:%d: %w", i, err)
 		}
 		d := &Device{g: g, index: i, sigs: sigs, budget: c.Memory, perGPU: perGPU, fast: c.Fast}
@@ -116,7 +112,7 @@ func OpenDevices(c backend.Config) ([]*Device, error) {
 		}
 		devs = append(devs, d)
 		if d.mod, err = g.loadModule(ptxSource, names); err != nil {
-			closeAll()
+			closeDevices(devs)
 			return nil, fmt.Errorf("cuda:%d: loading the kernels: %w", i, err)
 		}
 	}
@@ -212,7 +208,7 @@ func (c *Collective) allReduceP2P(bufs []backend.Buffer) error {
 			return err
 		}
 	}
-	sig := d0.sigs["add_f32"]
+	grid, block := elementwiseDims(n)
 	err := g0.do(func() error {
 		if err := g0.waitFor(gs[1:]...); err != nil {
 			return err
@@ -222,9 +218,8 @@ func (c *Collective) allReduceP2P(bufs []backend.Buffer) error {
 				return err
 			}
 		}
-		for i := 1; i < len(bufs); i++ {
-			cmd := command{kind: cmdLaunch, dev: d0, f: d0.mod.funcs["add_f32"], grid: dim3{min(cdiv(n, 256), 4096), 1, 1}, block: dim3{256, 1, 1}}
-			encodeArgs(&cmd, "add_f32", sig, []any{d0.ptr(bufs[0]), recv.ptr + uint64(4*n*(i-1)), i32(n)})
+		for i := 1; i < len(bufs); i++ { // add_f32 launched here, between graph segments
+			cmd := d0.launchCommand("add_f32", grid, block, 0, d0.ptr(bufs[0]), recv.ptr+uint64(4*n*(i-1)), i32(n))
 			g0.launchNow(&cmd)
 		}
 		return g0.drv.check("cuEventRecord", g0.drv.cuEventRecord(g0.event, g0.stream))
