@@ -49,6 +49,10 @@ type graphState struct {
 	staging   unsafe.Pointer // pinned host memory for small uploads (nil: none)
 	used      int            // bytes of staging in use
 	log       []command      // the segment's commands, to run them one by one if the capture fails
+	// The driver's out-parameters of endCapture, kept here so that a
+	// step's end allocates nothing.
+	graph uintptr
+	info  graphUpdateInfo
 }
 
 // stagingBytes is the pinned memory for the small uploads between two
@@ -348,15 +352,15 @@ func (g *gpu) endCapture() {
 	}
 	gs.capturing = false
 	d := g.drv
-	var graph uintptr
-	if code := d.cuStreamEndCapture(g.stream, &graph); code != 0 || graph == 0 {
+	gs.graph = 0
+	if code := d.cuStreamEndCapture(g.stream, &gs.graph); code != 0 || gs.graph == 0 {
 		g.uncaptured()
 		return
 	}
+	graph := gs.graph
 	defer d.cuGraphDestroy(graph)
 	if gs.exec != 0 {
-		var info graphUpdateInfo
-		if d.cuGraphExecUpdate_v2(gs.exec, graph, &info) != 0 {
+		if d.cuGraphExecUpdate_v2(gs.exec, graph, &gs.info) != 0 {
 			d.cuGraphExecDestroy(gs.exec)
 			gs.exec = 0
 		}

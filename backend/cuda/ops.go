@@ -289,12 +289,17 @@ const attnBlocks = 256
 // take: 48 KB less the block reductions' static arrays.
 const attnShared = 32 << 10
 
+// attnHeadFloats is the dynamic shared memory, in floats, that each head
+// of a block of mla_attend_f32 takes: its q̃ ‖ q_pe (kr+dr), its kr
+// accumulators and one tile's weights.
+func attnHeadFloats(kr, dr int) int { return 2*kr + dr + attnThreads }
+
 // attnSplit returns mla_attend_f32's launch shape: heads per block
 // (as many as fit attnShared, at most 8), and the keys per split and
 // splits of a query's keys (at most nk: the context, or the selection's
 // top-k) for T queries of H heads.
 func attnSplit(T, H, kr, dr, nk int) (heads, split, splits int) {
-	heads = max(1, min(8, H, attnShared/(4*(kr+dr+kr+attnThreads))))
+	heads = max(1, min(8, H, attnShared/(4*attnHeadFloats(kr, dr))))
 	blocks := T * ((H + heads - 1) / heads)
 	splits = 1
 	if blocks < attnBlocks {
@@ -336,7 +341,7 @@ func (d *Device) attendAbsorbed(op string, kqv, q, latent backend.Buffer, kb, vb
 		pl = d.scratchF32("mla.pl", 2*T*H*most)
 		pacc = d.scratchF32("mla.pacc", T*H*most*kr)
 	}
-	shared := uint32(4 * heads * (2*kr + dr + attnThreads))
+	shared := uint32(4 * heads * attnHeadFloats(kr, dr))
 	d.run("mla_attend_f32", dim3{uint32(T), uint32((H + heads - 1) / heads), uint32(splits)}, dim3{attnThreads, 1, 1}, shared,
 		oabs.ptr, pm.ptr, pl.ptr, pacc.ptr, qabs.ptr, d.ptr(q), lp, lty, d.idsPtr(sel),
 		i32(H), i32(dn), i32(dr), i32(kr), i32(pos0), i32(p.TopK), p.Tau, i32(heads), i32(split))
